@@ -1,0 +1,237 @@
+package catalog
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/floe-lake/floe"
+)
+
+// Sentinel errors, matched with errors.Is.
+var (
+	// ErrNoSuchWarehouse is returned when a warehouse name is unknown.
+	ErrNoSuchWarehouse = &floe.Error{Kind: floe.NotFound, Entity: "warehouse"}
+	// ErrNoSuchNamespace is returned when a namespace does not exist.
+	ErrNoSuchNamespace = &floe.Error{Kind: floe.NotFound, Entity: "namespace"}
+	// ErrNoSuchTable is returned when a table does not exist.
+	ErrNoSuchTable = &floe.Error{Kind: floe.NotFound, Entity: "table"}
+	// ErrNoSuchView is returned when a view does not exist.
+	ErrNoSuchView = &floe.Error{Kind: floe.NotFound, Entity: "view"}
+	// ErrNotFound is returned when a metadata file cannot be read.
+	ErrNotFound = &floe.Error{Kind: floe.NotFound, Entity: "file"}
+	// ErrCommitFailed is returned when a commit requirement fails.
+	ErrCommitFailed = &floe.Error{Kind: floe.Conflict, Entity: "commit"}
+)
+
+// Options configures a Catalog. Zero values mean defaults.
+type Options struct {
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// CommitRetries is how often a commit whose pointer swap lost a race is
+	// re-applied on fresh metadata before answering Conflict (default 4).
+	CommitRetries int
+	// MetadataCacheEntries bounds the cache of parsed metadata files (default 4096).
+	MetadataCacheEntries int
+}
+
+// Catalog is the catalog service. It is safe for concurrent use.
+type Catalog struct {
+	store   Store
+	io      FileIO
+	log     *slog.Logger
+	now     func() time.Time
+	retries int
+	cache   *metaCache
+}
+
+// New returns a Catalog over store and io.
+func New(store Store, io FileIO, opts Options) *Catalog {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.CommitRetries <= 0 {
+		opts.CommitRetries = 4
+	}
+	if opts.MetadataCacheEntries <= 0 {
+		opts.MetadataCacheEntries = 4096
+	}
+	return &Catalog{store: store, io: io, log: opts.Logger, now: opts.Now,
+		retries: opts.CommitRetries, cache: newMetaCache(opts.MetadataCacheEntries)}
+}
+
+// Warehouse returns the named warehouse.
+func (c *Catalog) Warehouse(ctx context.Context, name string) (Warehouse, error) {
+	return c.store.Warehouse(ctx, name)
+}
+
+// CreateNamespace creates ns with properties.
+func (c *Catalog) CreateNamespace(ctx context.Context, wh string, ns Namespace, props map[string]string) error {
+	if err := ns.Validate(); err != nil {
+		return err
+	}
+	if props == nil {
+		props = map[string]string{}
+	}
+	err := c.store.CreateNamespace(ctx, wh, ns, props)
+	if floe.KindOf(err) == floe.NotFound && floe.EntityOf(err) == "namespace" {
+		// createNamespace has no 404 in the spec: a missing parent is a bad request.
+		return &floe.Error{Kind: floe.Invalid, Entity: "namespace", Msg: floe.PublicMessage(err) + " (create the parent namespace first)", Err: err}
+	}
+	return err
+}
+
+// NamespaceProperties returns the properties of ns.
+func (c *Catalog) NamespaceProperties(ctx context.Context, wh string, ns Namespace) (map[string]string, error) {
+	if err := ns.Validate(); err != nil {
+		return nil, err
+	}
+	return c.store.NamespaceProperties(ctx, wh, ns)
+}
+
+// ListNamespaces lists direct children of parent after the key `after`.
+// A parent that does not exist gives NotFound.
+func (c *Catalog) ListNamespaces(ctx context.Context, wh string, parent Namespace, after string, limit int) ([]Namespace, error) {
+	if len(parent) > 0 {
+		if _, err := c.NamespaceProperties(ctx, wh, parent); err != nil {
+			return nil, err
+		}
+	}
+	return c.store.ListNamespaces(ctx, wh, parent, after, limit)
+}
+
+// PropertiesUpdate is the outcome of UpdateNamespaceProperties.
+type PropertiesUpdate struct {
+	Updated, Removed, Missing []string
+}
+
+// UpdateNamespaceProperties removes and sets properties. A key in both lists is Unprocessable.
+func (c *Catalog) UpdateNamespaceProperties(ctx context.Context, wh string, ns Namespace, removals []string, updates map[string]string) (PropertiesUpdate, error) {
+	if err := ns.Validate(); err != nil {
+		return PropertiesUpdate{}, err
+	}
+	var both []string
+	for _, k := range removals {
+		if _, ok := updates[k]; ok {
+			both = append(both, k)
+		}
+	}
+	if len(both) > 0 {
+		slices.Sort(both)
+		return PropertiesUpdate{}, floe.E(floe.Unprocessable, "namespace", "properties are both updated and removed: %s", strings.Join(both, ", "))
+	}
+	var res PropertiesUpdate
+	err := c.store.UpdateNamespaceProperties(ctx, wh, ns, func(p map[string]string) error {
+		res = PropertiesUpdate{Updated: []string{}, Removed: []string{}, Missing: []string{}}
+		for _, k := range removals {
+			if _, ok := p[k]; ok {
+				delete(p, k)
+				res.Removed = append(res.Removed, k)
+			} else {
+				res.Missing = append(res.Missing, k)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(updates)) {
+			p[k] = updates[k]
+			res.Updated = append(res.Updated, k)
+		}
+		return nil
+	})
+	return res, err
+}
+
+// DropNamespace drops an empty namespace.
+func (c *Catalog) DropNamespace(ctx context.Context, wh string, ns Namespace) error {
+	if err := ns.Validate(); err != nil {
+		return err
+	}
+	return c.store.DropNamespace(ctx, wh, ns)
+}
+
+// List lists table or view names in ns after `after`.
+func (c *Catalog) List(ctx context.Context, wh string, ns Namespace, kind Kind, after string, limit int) ([]string, error) {
+	if err := ns.Validate(); err != nil {
+		return nil, err
+	}
+	return c.store.ListEntities(ctx, wh, ns, kind, after, limit)
+}
+
+// Exists reports whether a table or view of the given kind exists.
+func (c *Catalog) Exists(ctx context.Context, wh string, id Ident, kind Kind) (bool, error) {
+	ent, err := c.entity(ctx, wh, id, kind)
+	if err != nil {
+		if floe.KindOf(err) == floe.NotFound {
+			return false, nil
+		}
+		return false, err
+	}
+	return ent.Kind == kind, nil
+}
+
+// entity loads the pointer of id and checks its kind, mapping absence to the
+// kind's NotFound error with the reference implementation's message.
+func (c *Catalog) entity(ctx context.Context, wh string, id Ident, kind Kind) (Entity, error) {
+	if err := id.Validate(); err != nil {
+		return Entity{}, err
+	}
+	ent, err := c.store.Entity(ctx, wh, id)
+	if err == nil && ent.Kind == kind {
+		return ent, nil
+	}
+	if err != nil && floe.KindOf(err) != floe.NotFound {
+		return Entity{}, err
+	}
+	return Entity{}, notExist(kind, id)
+}
+
+func notExist(kind Kind, id Ident) error {
+	if kind == KindView {
+		return &floe.Error{Kind: floe.NotFound, Entity: "view", Msg: "View does not exist: " + id.String()}
+	}
+	return &floe.Error{Kind: floe.NotFound, Entity: "table", Msg: "Table does not exist: " + id.String()}
+}
+
+// alreadyExists reports a name collision with the messages Iceberg's reference uses.
+func alreadyExists(want, have Kind, id Ident) error {
+	switch {
+	case want == KindTable && have == KindView:
+		return floe.E(floe.AlreadyExists, "view", "View with same name already exists: %s", id)
+	case want == KindView && have == KindTable:
+		return floe.E(floe.AlreadyExists, "table", "Table with same name already exists: %s", id)
+	case want == KindView:
+		return floe.E(floe.AlreadyExists, "view", "View already exists: %s", id)
+	default:
+		return floe.E(floe.AlreadyExists, "table", "Table already exists: %s", id)
+	}
+}
+
+// Rename moves a table or view.
+func (c *Catalog) Rename(ctx context.Context, wh string, from, to Ident, kind Kind) error {
+	if err := to.Validate(); err != nil {
+		return err
+	}
+	if _, err := c.entity(ctx, wh, from, kind); err != nil {
+		return err
+	}
+	if ent, err := c.store.Entity(ctx, wh, to); err == nil {
+		return alreadyExists(kind, ent.Kind, to)
+	}
+	err := c.store.RenameEntity(ctx, wh, from, to, kind)
+	if floe.KindOf(err) == floe.AlreadyExists {
+		if ent, err2 := c.store.Entity(ctx, wh, to); err2 == nil {
+			return alreadyExists(kind, ent.Kind, to)
+		}
+	}
+	if floe.KindOf(err) == floe.NotFound && floe.EntityOf(err) != "namespace" {
+		return notExist(kind, from)
+	}
+	return err
+}

@@ -1,0 +1,103 @@
+package catalog
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/floe-lake/floe"
+)
+
+// normalizeLocation cleans a location URI: trailing slashes go, "." and ".."
+// segments are resolved, and a bare absolute path becomes file://.
+func normalizeLocation(loc string) (string, error) {
+	if loc == "" {
+		return "", floe.E(floe.Invalid, "", "location must not be empty")
+	}
+	if strings.HasPrefix(loc, "/") {
+		loc = "file://" + loc
+	}
+	u, err := url.Parse(loc)
+	if err != nil || u.Scheme == "" {
+		return "", floe.E(floe.Invalid, "", "location %q is not a valid URI", loc)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", floe.E(floe.Invalid, "", "location %q must not have a query or fragment", loc)
+	}
+	p := u.Path
+	if p == "" {
+		p = "/"
+	}
+	clean := path.Clean(p)
+	if clean == "." {
+		clean = "/"
+	}
+	return u.Scheme + "://" + u.Host + strings.TrimSuffix(clean, "/"), nil
+}
+
+// within reports whether loc lies inside (or is) root. Both must be normalized.
+func within(root, loc string) bool {
+	return loc == root || strings.HasPrefix(loc, root+"/")
+}
+
+// checkLocation normalizes loc and requires it inside the warehouse, so that a
+// client cannot make the server read or write files elsewhere.
+func checkLocation(wh Warehouse, loc string) (string, error) {
+	root, err := normalizeLocation(wh.Location)
+	if err != nil {
+		return "", fmt.Errorf("warehouse %s: %w", wh.Name, err)
+	}
+	n, err := normalizeLocation(loc)
+	if err != nil {
+		return "", err
+	}
+	if !within(root, n) {
+		return "", floe.E(floe.Invalid, "", "location %q is outside warehouse %q (%s)", loc, wh.Name, wh.Location)
+	}
+	return n, nil
+}
+
+// defaultTableLocation is <warehouse>/<ns levels>/<name>-<uuid>: unique per
+// table, so a dropped and re-created table never shares files with the old one.
+func defaultTableLocation(wh Warehouse, id Ident, tableUUID uuid.UUID) string {
+	root := strings.TrimSuffix(wh.Location, "/")
+	parts := make([]string, 0, len(id.Namespace)+2)
+	parts = append(parts, root)
+	for _, l := range id.Namespace {
+		parts = append(parts, url.PathEscape(l))
+	}
+	parts = append(parts, url.PathEscape(id.Name)+"-"+strings.ReplaceAll(tableUUID.String(), "-", ""))
+	return strings.Join(parts, "/")
+}
+
+// metadataVersion parses the version of a metadata file name such as
+// 00003-<uuid>.metadata.json; it returns -1 when there is none.
+func metadataVersion(loc string) int {
+	base := path.Base(loc)
+	if i := strings.IndexByte(base, '-'); i > 0 {
+		if v, err := strconv.Atoi(base[:i]); err == nil {
+			return v
+		}
+	}
+	if strings.HasPrefix(base, "v") {
+		if i := strings.IndexByte(base, '.'); i > 1 {
+			if v, err := strconv.Atoi(base[1:i]); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+// nextMetadataLocation names the metadata file that follows prev (version 0 when prev is "").
+func nextMetadataLocation(tableLoc, prev string) string {
+	v := 0
+	if prev != "" {
+		v = metadataVersion(prev) + 1
+	}
+	return fmt.Sprintf("%s/metadata/%05d-%s.metadata.json", strings.TrimSuffix(tableLoc, "/"), v, uuid.New())
+}

@@ -1,0 +1,175 @@
+package catalog
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/view"
+
+	"github.com/floe-lake/floe"
+)
+
+// TableState is a table's current metadata as the catalog knows it.
+// Location is "" for a staged (uncommitted) create.
+type TableState struct {
+	Location string
+	Metadata table.Metadata
+	// JSON is the compact metadata JSON exactly as stored.
+	JSON []byte
+
+	refsOnce sync.Once
+	refsJSON []byte
+}
+
+// RefsOnlyJSON returns the metadata JSON with only the snapshots that a
+// branch or tag references (loadTable's snapshots=refs).
+func (s *TableState) RefsOnlyJSON() []byte {
+	s.refsOnce.Do(func() { s.refsJSON = refsOnly(s.JSON, s.Metadata) })
+	return s.refsJSON
+}
+
+func refsOnly(raw []byte, md table.Metadata) []byte {
+	keep := map[int64]bool{}
+	for _, ref := range md.Refs() {
+		keep[ref.SnapshotID] = true
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return raw
+	}
+	var snaps []json.RawMessage
+	if err := json.Unmarshal(obj["snapshots"], &snaps); err != nil || len(snaps) == 0 {
+		return raw
+	}
+	kept := make([]json.RawMessage, 0, len(keep))
+	for _, s := range snaps {
+		var id struct {
+			ID int64 `json:"snapshot-id"`
+		}
+		if json.Unmarshal(s, &id) == nil && keep[id.ID] {
+			kept = append(kept, s)
+		}
+	}
+	b, _ := json.Marshal(kept)
+	obj["snapshots"] = b
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// ViewState is a view's current metadata.
+type ViewState struct {
+	Location string
+	Metadata view.Metadata
+	JSON     []byte
+}
+
+type cached struct {
+	table *TableState
+	view  *ViewState
+}
+
+// metaCache caches parsed metadata files by location. Metadata files are
+// immutable, so entries never go stale and every node may cache freely.
+type metaCache struct{ c *lru.Cache[string, cached] }
+
+func newMetaCache(n int) *metaCache {
+	c, _ := lru.New[string, cached](n)
+	return &metaCache{c: c}
+}
+
+func (c *Catalog) readMetadataFile(ctx context.Context, loc string) ([]byte, error) {
+	raw, err := c.io.ReadFile(ctx, loc)
+	if err != nil {
+		if floe.KindOf(err) == floe.NotFound {
+			return nil, &floe.Error{Kind: floe.NotFound, Entity: "file", Msg: "Failed to open input stream for file: " + loc, Err: err}
+		}
+		return nil, fmt.Errorf("read metadata %s: %w", loc, err)
+	}
+	if strings.HasSuffix(loc, ".gz.metadata.json") || strings.HasSuffix(loc, ".metadata.json.gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, floe.Wrap(floe.Invalid, err, "metadata file %s is not valid gzip", loc)
+		}
+		if raw, err = io.ReadAll(io.LimitReader(zr, 1<<30)); err != nil {
+			return nil, floe.Wrap(floe.Invalid, err, "metadata file %s is not valid gzip", loc)
+		}
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, floe.Wrap(floe.Invalid, err, "metadata file %s is not valid JSON", loc)
+	}
+	return buf.Bytes(), nil
+}
+
+// loadTableState returns the parsed table metadata at loc, from cache when possible.
+func (c *Catalog) loadTableState(ctx context.Context, loc string) (*TableState, error) {
+	if e, ok := c.cache.c.Get(loc); ok && e.table != nil {
+		if err := c.checkExists(ctx, loc); err != nil {
+			c.cache.c.Remove(loc)
+			return nil, err
+		}
+		return e.table, nil
+	}
+	raw, err := c.readMetadataFile(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	md, err := table.ParseMetadataBytes(raw)
+	if err != nil {
+		return nil, floe.Wrap(floe.Invalid, err, "metadata file %s is not valid table metadata", loc)
+	}
+	st := &TableState{Location: loc, Metadata: md, JSON: raw}
+	c.cache.c.Add(loc, cached{table: st})
+	return st, nil
+}
+
+// loadViewState returns the parsed view metadata at loc, from cache when possible.
+func (c *Catalog) loadViewState(ctx context.Context, loc string) (*ViewState, error) {
+	if e, ok := c.cache.c.Get(loc); ok && e.view != nil {
+		if err := c.checkExists(ctx, loc); err != nil {
+			c.cache.c.Remove(loc)
+			return nil, err
+		}
+		return e.view, nil
+	}
+	raw, err := c.readMetadataFile(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	md, err := view.ParseMetadataBytes(raw)
+	if err != nil {
+		return nil, floe.Wrap(floe.Invalid, err, "metadata file %s is not valid view metadata", loc)
+	}
+	st := &ViewState{Location: loc, Metadata: md, JSON: raw}
+	c.cache.c.Add(loc, cached{view: st})
+	return st, nil
+}
+
+// remember caches metadata the catalog has just written.
+func (c *Catalog) remember(st *TableState) { c.cache.c.Add(st.Location, cached{table: st}) }
+
+func (c *Catalog) checkExists(ctx context.Context, loc string) error {
+	st, ok := c.io.(Stater)
+	if !ok {
+		return nil
+	}
+	exists, err := st.Exists(ctx, loc)
+	if err != nil {
+		return fmt.Errorf("stat metadata %s: %w", loc, err)
+	}
+	if !exists {
+		return &floe.Error{Kind: floe.NotFound, Entity: "file", Msg: "Failed to open input stream for file: " + loc}
+	}
+	return nil
+}

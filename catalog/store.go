@@ -1,0 +1,78 @@
+package catalog
+
+import (
+	"context"
+	"time"
+)
+
+// Kind tells tables from views; they share one identifier space.
+type Kind string
+
+const (
+	// KindTable is an Iceberg table.
+	KindTable Kind = "table"
+	// KindView is an Iceberg view.
+	KindView Kind = "view"
+)
+
+// Warehouse is a named root location holding namespaces.
+type Warehouse struct {
+	Name     string
+	Location string // e.g. file:///var/lib/floe/warehouse or s3://bucket/prefix
+}
+
+// Entity is the catalog's pointer to a table's or view's current metadata file.
+type Entity struct {
+	Warehouse        string
+	Ident            Ident
+	Kind             Kind
+	MetadataLocation string
+	UpdatedAt        time.Time
+}
+
+// Swap is one compare-and-swap of a metadata pointer. Old == "" creates the
+// entity (it must not exist); otherwise the current pointer must equal Old.
+type Swap struct {
+	Warehouse string
+	Ident     Ident
+	Kind      Kind
+	Old, New  string
+}
+
+// Store persists the catalog. Implementations must make each method atomic.
+// Errors are floe.Error values: NotFound, AlreadyExists, NotEmpty, Conflict.
+type Store interface {
+	// Warehouse returns the named warehouse, or NotFound.
+	Warehouse(ctx context.Context, name string) (Warehouse, error)
+	// PutWarehouse creates or updates a warehouse.
+	PutWarehouse(ctx context.Context, w Warehouse) error
+
+	// CreateNamespace creates ns; AlreadyExists if present, NotFound if its parent is missing.
+	CreateNamespace(ctx context.Context, wh string, ns Namespace, props map[string]string) error
+	// NamespaceProperties returns the properties of ns, or NotFound.
+	NamespaceProperties(ctx context.Context, wh string, ns Namespace) (map[string]string, error)
+	// ListNamespaces lists the direct children of parent (top level when parent is empty)
+	// whose key sorts after the key `after`, at most limit of them (limit <= 0: all).
+	ListNamespaces(ctx context.Context, wh string, parent Namespace, after string, limit int) ([]Namespace, error)
+	// UpdateNamespaceProperties applies fn to the properties of ns inside one transaction.
+	UpdateNamespaceProperties(ctx context.Context, wh string, ns Namespace, fn func(map[string]string) error) error
+	// DropNamespace removes an empty namespace; NotFound or NotEmpty.
+	DropNamespace(ctx context.Context, wh string, ns Namespace) error
+
+	// Entity returns the table or view named id (either kind), or NotFound.
+	Entity(ctx context.Context, wh string, id Ident) (Entity, error)
+	// ListEntities lists names of the given kind in ns after `after`, at most limit (<=0: all).
+	// NotFound if the namespace is missing.
+	ListEntities(ctx context.Context, wh string, ns Namespace, kind Kind, after string, limit int) ([]string, error)
+	// SwapPointers applies all swaps atomically or none. A pointer that
+	// changed or an entity that appeared gives Conflict (or AlreadyExists for
+	// a create whose name is taken); a missing namespace gives NotFound.
+	SwapPointers(ctx context.Context, swaps []Swap) error
+	// ReplaceEntity points id at loc whatever it pointed at before, creating it if needed.
+	ReplaceEntity(ctx context.Context, wh string, id Ident, kind Kind, loc string) error
+	// DeleteEntity removes the entity of the given kind and returns what it pointed at.
+	DeleteEntity(ctx context.Context, wh string, id Ident, kind Kind) (Entity, error)
+	// RenameEntity moves an entity; NotFound for a missing source or
+	// destination namespace, AlreadyExists if the destination name is taken.
+	RenameEntity(ctx context.Context, wh string, from, to Ident, kind Kind) error
+}

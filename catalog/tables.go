@@ -1,0 +1,236 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/floe-lake/floe"
+)
+
+// CreateTableRequest describes a new table.
+type CreateTableRequest struct {
+	Name       string
+	Schema     *iceberg.Schema
+	Spec       *iceberg.PartitionSpec // nil: unpartitioned
+	SortOrder  *table.SortOrder       // nil: unsorted
+	Location   string                 // "": a fresh location inside the warehouse
+	Properties map[string]string
+	// Stage returns initial metadata without creating the table; the client
+	// later commits it with an assert-create requirement.
+	Stage bool
+}
+
+// CreateTable creates (or stages) a table in ns.
+func (c *Catalog) CreateTable(ctx context.Context, wh string, ns Namespace, req CreateTableRequest) (*TableState, error) {
+	id := Ident{Namespace: ns, Name: req.Name}
+	if err := id.Validate(); err != nil {
+		return nil, err
+	}
+	if req.Schema == nil {
+		return nil, floe.E(floe.Invalid, "table", "schema is required")
+	}
+	w, err := c.store.Warehouse(ctx, wh)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.store.NamespaceProperties(ctx, wh, ns); err != nil {
+		return nil, err
+	}
+	if ent, err := c.store.Entity(ctx, wh, id); err == nil {
+		return nil, alreadyExists(KindTable, ent.Kind, id)
+	}
+	tid := uuid.New()
+	loc := req.Location
+	if loc == "" {
+		loc = defaultTableLocation(w, id, tid)
+	}
+	if loc, err = checkLocation(w, loc); err != nil {
+		return nil, err
+	}
+	spec := iceberg.UnpartitionedSpec
+	if req.Spec != nil {
+		spec = req.Spec
+	}
+	order := table.UnsortedSortOrder
+	if req.SortOrder != nil {
+		order = *req.SortOrder
+	}
+	props := iceberg.Properties{}
+	maps.Copy(props, req.Properties)
+	md, err := newMetadata(req.Schema, spec, order, loc, props, tid)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(md)
+	if err != nil {
+		return nil, floe.Wrap(floe.Invalid, err, "cannot encode table metadata")
+	}
+	st := &TableState{Metadata: md, JSON: raw}
+	if req.Stage {
+		return st, nil
+	}
+	st.Location = nextMetadataLocation(loc, "")
+	if err := c.io.WriteFile(ctx, st.Location, raw); err != nil {
+		return nil, err
+	}
+	if err := c.store.SwapPointers(ctx, []Swap{{Warehouse: wh, Ident: id, Kind: KindTable, New: st.Location}}); err != nil {
+		c.discard(ctx, st.Location)
+		if floe.KindOf(err) == floe.AlreadyExists || floe.KindOf(err) == floe.Conflict {
+			return nil, alreadyExists(KindTable, KindTable, id)
+		}
+		return nil, err
+	}
+	c.remember(st)
+	return st, nil
+}
+
+// newMetadata wraps table.NewMetadataWithUUID, mapping its validation errors to Invalid.
+func newMetadata(sc *iceberg.Schema, spec *iceberg.PartitionSpec, order table.SortOrder, loc string, props iceberg.Properties, id uuid.UUID) (md table.Metadata, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = floe.E(floe.Invalid, "table", "invalid table definition: %v", r)
+		}
+	}()
+	md, err = table.NewMetadataWithUUID(sc, spec, order, loc, props, id)
+	if err != nil {
+		return nil, floe.Wrap(floe.Invalid, err, "invalid table definition: %s", err)
+	}
+	return md, nil
+}
+
+// LoadTable returns the current metadata of a table.
+func (c *Catalog) LoadTable(ctx context.Context, wh string, id Ident) (*TableState, error) {
+	ent, err := c.entity(ctx, wh, id, KindTable)
+	if err != nil {
+		return nil, err
+	}
+	return c.loadTableState(ctx, ent.MetadataLocation)
+}
+
+// TableLocationInfo returns the pointer of a table without reading its metadata.
+func (c *Catalog) TableLocationInfo(ctx context.Context, wh string, id Ident) (Entity, error) {
+	return c.entity(ctx, wh, id, KindTable)
+}
+
+// LoadTableAt returns the metadata at a known location (for If-None-Match and caches).
+func (c *Catalog) LoadTableAt(ctx context.Context, loc string) (*TableState, error) {
+	return c.loadTableState(ctx, loc)
+}
+
+// DropTable removes a table; with purge its files are deleted too.
+func (c *Catalog) DropTable(ctx context.Context, wh string, id Ident, purge bool) error {
+	if _, err := c.entity(ctx, wh, id, KindTable); err != nil {
+		return err
+	}
+	ent, err := c.store.DeleteEntity(ctx, wh, id, KindTable)
+	if err != nil {
+		if floe.KindOf(err) == floe.NotFound {
+			return notExist(KindTable, id)
+		}
+		return err
+	}
+	if purge {
+		c.purge(ctx, wh, ent)
+	}
+	return nil
+}
+
+// purge deletes a dropped table's files: everything its metadata references,
+// and its whole location when that location is one Floe assigned to it.
+func (c *Catalog) purge(ctx context.Context, wh string, ent Entity) {
+	st, err := c.loadTableState(ctx, ent.MetadataLocation)
+	if err != nil {
+		c.log.WarnContext(ctx, "purge: cannot read metadata", "table", ent.Ident.String(), "err", err)
+		return
+	}
+	w, err := c.store.Warehouse(ctx, wh)
+	if err != nil {
+		return
+	}
+	loc, err := checkLocation(w, st.Metadata.Location())
+	suffix := "-" + strings.ReplaceAll(st.Metadata.TableUUID().String(), "-", "")
+	if err == nil && strings.HasSuffix(loc, suffix) {
+		if err := c.io.DeletePrefix(ctx, loc); err != nil {
+			c.log.WarnContext(ctx, "purge: delete failed", "location", loc, "err", err)
+		}
+		return
+	}
+	// A registered table at a foreign location: delete only its metadata files.
+	for e := range st.Metadata.PreviousFiles() {
+		c.discard(ctx, e.MetadataFile)
+	}
+	c.discard(ctx, ent.MetadataLocation)
+}
+
+func (c *Catalog) discard(ctx context.Context, loc string) {
+	if err := c.io.Delete(ctx, loc); err != nil {
+		c.log.WarnContext(ctx, "cannot delete file", "location", loc, "err", err)
+	}
+}
+
+// RegisterTable adds a table whose metadata file already exists.
+func (c *Catalog) RegisterTable(ctx context.Context, wh string, id Ident, metadataLocation string, overwrite bool) (*TableState, error) {
+	if err := id.Validate(); err != nil {
+		return nil, err
+	}
+	w, err := c.store.Warehouse(ctx, wh)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := checkLocation(w, metadataLocation)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.store.NamespaceProperties(ctx, wh, id.Namespace); err != nil {
+		return nil, err
+	}
+	ent, err := c.store.Entity(ctx, wh, id)
+	exists := err == nil
+	if exists && (!overwrite || ent.Kind != KindTable) {
+		return nil, alreadyExists(KindTable, ent.Kind, id)
+	}
+	st, err := c.loadTableState(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkLocation(w, st.Metadata.Location()); err != nil {
+		return nil, err
+	}
+	if overwrite {
+		err = c.store.ReplaceEntity(ctx, wh, id, KindTable, loc)
+	} else {
+		err = c.store.SwapPointers(ctx, []Swap{{Warehouse: wh, Ident: id, Kind: KindTable, New: loc}})
+		if floe.KindOf(err) == floe.AlreadyExists || floe.KindOf(err) == floe.Conflict {
+			err = alreadyExists(KindTable, KindTable, id)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// UnregisterTable removes a table from the catalog and keeps its files.
+func (c *Catalog) UnregisterTable(ctx context.Context, wh string, id Ident) (*TableState, error) {
+	ent, err := c.entity(ctx, wh, id, KindTable)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.loadTableState(ctx, ent.MetadataLocation)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.store.DeleteEntity(ctx, wh, id, KindTable); err != nil {
+		if floe.KindOf(err) == floe.NotFound {
+			return nil, notExist(KindTable, id)
+		}
+		return nil, err
+	}
+	return st, nil
+}

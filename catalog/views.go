@@ -1,0 +1,230 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/view"
+	"github.com/google/uuid"
+
+	"github.com/floe-lake/floe"
+)
+
+// CreateViewRequest describes a new view.
+type CreateViewRequest struct {
+	Name       string
+	Location   string
+	Schema     *iceberg.Schema
+	Version    *view.Version
+	Properties map[string]string
+}
+
+// ViewCommit is a replaceView request: requirements then updates.
+type ViewCommit struct {
+	Requirements view.Requirements
+	Updates      view.Updates
+}
+
+// CreateView creates a view in ns.
+func (c *Catalog) CreateView(ctx context.Context, wh string, ns Namespace, req CreateViewRequest) (*ViewState, error) {
+	id := Ident{Namespace: ns, Name: req.Name}
+	if err := id.Validate(); err != nil {
+		return nil, err
+	}
+	if req.Schema == nil || req.Version == nil {
+		return nil, floe.E(floe.Invalid, "view", "schema and view-version are required")
+	}
+	w, err := c.store.Warehouse(ctx, wh)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.store.NamespaceProperties(ctx, wh, ns); err != nil {
+		return nil, err
+	}
+	if ent, err := c.store.Entity(ctx, wh, id); err == nil {
+		return nil, alreadyExists(KindView, ent.Kind, id)
+	}
+	vid := uuid.New()
+	loc := req.Location
+	if loc == "" {
+		loc = defaultTableLocation(w, id, vid)
+	}
+	if loc, err = checkLocation(w, loc); err != nil {
+		return nil, err
+	}
+	props := iceberg.Properties{}
+	maps.Copy(props, req.Properties)
+	md, err := newViewMetadata(req.Version, req.Schema, loc, props, vid)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.writeView(ctx, loc, "", md)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.store.SwapPointers(ctx, []Swap{{Warehouse: wh, Ident: id, Kind: KindView, New: st.Location}}); err != nil {
+		c.discard(ctx, st.Location)
+		if k := floe.KindOf(err); k == floe.AlreadyExists || k == floe.Conflict {
+			if ent, err := c.store.Entity(ctx, wh, id); err == nil {
+				return nil, alreadyExists(KindView, ent.Kind, id)
+			}
+		}
+		return nil, err
+	}
+	return st, nil
+}
+
+func newViewMetadata(v *view.Version, sc *iceberg.Schema, loc string, props iceberg.Properties, id uuid.UUID) (md view.Metadata, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = floe.E(floe.Invalid, "view", "invalid view definition: %v", r)
+		}
+	}()
+	md, err = view.NewMetadataWithUUID(v, sc, loc, props, id)
+	if err != nil {
+		return nil, floe.Wrap(floe.Invalid, err, "invalid view definition: %s", err)
+	}
+	return md, nil
+}
+
+func (c *Catalog) writeView(ctx context.Context, loc, prev string, md view.Metadata) (*ViewState, error) {
+	raw, err := json.Marshal(md)
+	if err != nil {
+		return nil, floe.Wrap(floe.Invalid, err, "cannot encode view metadata")
+	}
+	st := &ViewState{Location: nextMetadataLocation(loc, prev), Metadata: md, JSON: raw}
+	if err := c.io.WriteFile(ctx, st.Location, raw); err != nil {
+		return nil, err
+	}
+	c.cache.c.Add(st.Location, cached{view: st})
+	return st, nil
+}
+
+// LoadView returns the current metadata of a view.
+func (c *Catalog) LoadView(ctx context.Context, wh string, id Ident) (*ViewState, error) {
+	ent, err := c.entity(ctx, wh, id, KindView)
+	if err != nil {
+		return nil, err
+	}
+	return c.loadViewState(ctx, ent.MetadataLocation)
+}
+
+// ReplaceView commits requirements and updates to a view.
+func (c *Catalog) ReplaceView(ctx context.Context, wh string, id Ident, vc ViewCommit) (*ViewState, error) {
+	w, err := c.store.Warehouse(ctx, wh)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		ent, err := c.entity(ctx, wh, id, KindView)
+		if err != nil {
+			return nil, err
+		}
+		base, err := c.loadViewState(ctx, ent.MetadataLocation)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range vc.Requirements {
+			if err := r.Validate(base.Metadata); err != nil {
+				return nil, &floe.Error{Kind: floe.Conflict, Entity: "commit", Msg: requirementMessage(err)}
+			}
+		}
+		md, err := applyViewUpdates(base.Metadata, vc.Updates)
+		if err != nil {
+			return nil, err
+		}
+		if md == nil {
+			return base, nil
+		}
+		if _, err := checkLocation(w, md.Location()); err != nil {
+			return nil, err
+		}
+		st, err := c.writeView(ctx, md.Location(), base.Location, md)
+		if err != nil {
+			return nil, err
+		}
+		err = c.store.SwapPointers(ctx, []Swap{{Warehouse: wh, Ident: id, Kind: KindView, Old: base.Location, New: st.Location}})
+		if err == nil {
+			return st, nil
+		}
+		c.discard(ctx, st.Location)
+		if floe.KindOf(err) == floe.Conflict && attempt < c.retries {
+			c.backoff(ctx, attempt)
+			continue
+		}
+		return nil, err
+	}
+}
+
+func applyViewUpdates(base view.Metadata, updates view.Updates) (md view.Metadata, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = floe.E(floe.Invalid, "view", "invalid view update: %v", r)
+		}
+	}()
+	bld, err := view.MetadataBuilderFromBase(base)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range updates {
+		if err := u.Apply(bld); err != nil {
+			return nil, floe.Wrap(floe.Invalid, err, "invalid update %s: %s", u.Action(), err)
+		}
+	}
+	if !bld.HasChanges() {
+		return nil, nil
+	}
+	res, err := bld.Build()
+	if err != nil {
+		return nil, floe.Wrap(floe.Invalid, err, "invalid view metadata: %s", err)
+	}
+	return res.Metadata, nil
+}
+
+// DropView removes a view (its files stay).
+func (c *Catalog) DropView(ctx context.Context, wh string, id Ident) error {
+	if _, err := c.entity(ctx, wh, id, KindView); err != nil {
+		return err
+	}
+	if _, err := c.store.DeleteEntity(ctx, wh, id, KindView); err != nil {
+		if floe.KindOf(err) == floe.NotFound {
+			return notExist(KindView, id)
+		}
+		return err
+	}
+	return nil
+}
+
+// RegisterView adds a view whose metadata file already exists.
+func (c *Catalog) RegisterView(ctx context.Context, wh string, id Ident, metadataLocation string) (*ViewState, error) {
+	if err := id.Validate(); err != nil {
+		return nil, err
+	}
+	w, err := c.store.Warehouse(ctx, wh)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := checkLocation(w, metadataLocation)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.store.NamespaceProperties(ctx, wh, id.Namespace); err != nil {
+		return nil, err
+	}
+	if ent, err := c.store.Entity(ctx, wh, id); err == nil {
+		return nil, alreadyExists(KindView, ent.Kind, id)
+	}
+	st, err := c.loadViewState(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.store.SwapPointers(ctx, []Swap{{Warehouse: wh, Ident: id, Kind: KindView, New: loc}}); err != nil {
+		if k := floe.KindOf(err); k == floe.AlreadyExists || k == floe.Conflict {
+			return nil, alreadyExists(KindView, KindView, id)
+		}
+		return nil, err
+	}
+	return st, nil
+}
