@@ -1,0 +1,194 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/auth"
+)
+
+const principalColumns = "id, name, client_id, secret_hash, scopes, admin, disabled, created_at"
+
+// CreatePrincipal adds p: Invalid if its id, name or client id is empty,
+// AlreadyExists (entity "principal") if one of them is taken. A zero
+// CreatedAt is set to now. Times are kept in UTC with microsecond precision.
+func (s *Store) CreatePrincipal(ctx context.Context, p auth.Principal) error {
+	switch {
+	case p.ID == "":
+		return floe.E(floe.Invalid, "principal", "principal id must not be empty")
+	case p.Name == "":
+		return floe.E(floe.Invalid, "principal", "principal name must not be empty")
+	case p.ClientID == "":
+		return floe.E(floe.Invalid, "principal", "principal client id must not be empty")
+	}
+	scopes := p.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	js, err := json.Marshal(scopes)
+	if err != nil {
+		return s.fail("create principal", err)
+	}
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = s.now()
+	}
+	return s.write(ctx, "create principal", func(c conn) error {
+		n, err := c.exec(ctx, `INSERT INTO principals (`+principalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT DO NOTHING`,
+			p.ID, p.Name, p.ClientID, p.SecretHash, string(js), p.Admin, p.Disabled, s.d.timeArg(p.CreatedAt))
+		if err != nil || n == 1 {
+			return err
+		}
+		for _, col := range []struct{ column, what, value string }{
+			{"name", "Principal already exists: %s", p.Name},
+			{"client_id", "Client id is already in use: %s", p.ClientID},
+			{"id", "Principal id is already in use: %s", p.ID},
+		} {
+			taken, err := c.exists(ctx, "SELECT 1 FROM principals WHERE "+col.column+" = ?", col.value)
+			if err != nil {
+				return err
+			}
+			if taken {
+				return floe.E(floe.AlreadyExists, "principal", col.what, col.value)
+			}
+		}
+		return floe.E(floe.AlreadyExists, "principal", "Principal already exists: %s", p.Name)
+	})
+}
+
+// PrincipalByClientID returns the principal with that client id, or NotFound
+// (entity "principal").
+func (s *Store) PrincipalByClientID(ctx context.Context, clientID string) (auth.Principal, error) {
+	p, err := s.principal(ctx, "client_id", clientID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return auth.Principal{}, floe.E(floe.NotFound, "principal", "Principal does not exist for client id: %s", clientID)
+	}
+	if err != nil {
+		return auth.Principal{}, s.fail("principal by client id", err)
+	}
+	return p, nil
+}
+
+// PrincipalByName returns the principal with that name, or NotFound (entity
+// "principal").
+func (s *Store) PrincipalByName(ctx context.Context, name string) (auth.Principal, error) {
+	p, err := s.principal(ctx, "name", name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return auth.Principal{}, floe.E(floe.NotFound, "principal", "Principal does not exist: %s", name)
+	}
+	if err != nil {
+		return auth.Principal{}, s.fail("principal by name", err)
+	}
+	return p, nil
+}
+
+func (s *Store) principal(ctx context.Context, column, value string) (auth.Principal, error) {
+	row := s.read().queryRow(ctx, "SELECT "+principalColumns+" FROM principals WHERE "+column+" = ?", value)
+	return scanPrincipal(row.Scan)
+}
+
+func scanPrincipal(scan func(...any) error) (auth.Principal, error) {
+	var p auth.Principal
+	var scopes string
+	var at dbTime
+	if err := scan(&p.ID, &p.Name, &p.ClientID, &p.SecretHash, &scopes, &p.Admin, &p.Disabled, &at); err != nil {
+		return auth.Principal{}, err
+	}
+	if err := json.Unmarshal([]byte(scopes), &p.Scopes); err != nil {
+		return auth.Principal{}, fmt.Errorf("decode scopes of principal %s: %w", p.Name, err)
+	}
+	if len(p.Scopes) == 0 {
+		p.Scopes = nil
+	}
+	p.CreatedAt = at.t
+	return p, nil
+}
+
+// ListPrincipals returns all principals ordered by name.
+func (s *Store) ListPrincipals(ctx context.Context) ([]auth.Principal, error) {
+	rows, err := s.read().query(ctx, "SELECT "+principalColumns+" FROM principals ORDER BY name")
+	if err != nil {
+		return nil, s.fail("list principals", err)
+	}
+	defer rows.Close()
+	out := []auth.Principal{}
+	for rows.Next() {
+		p, err := scanPrincipal(rows.Scan)
+		if err != nil {
+			return nil, s.fail("list principals", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("list principals", err)
+	}
+	return out, nil
+}
+
+// SetPrincipalDisabled enables or disables a principal by name; NotFound if
+// absent.
+func (s *Store) SetPrincipalDisabled(ctx context.Context, name string, disabled bool) error {
+	return s.write(ctx, "set principal disabled", func(c conn) error {
+		n, err := c.exec(ctx, "UPDATE principals SET disabled = ? WHERE name = ?", disabled, name)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return floe.E(floe.NotFound, "principal", "Principal does not exist: %s", name)
+		}
+		return nil
+	})
+}
+
+// SigningKeys returns all signing keys, newest first.
+func (s *Store) SigningKeys(ctx context.Context) ([]auth.SigningKey, error) {
+	rows, err := s.read().query(ctx, "SELECT kid, private_pem, created_at FROM signing_keys ORDER BY created_at DESC, kid DESC")
+	if err != nil {
+		return nil, s.fail("signing keys", err)
+	}
+	defer rows.Close()
+	out := []auth.SigningKey{}
+	for rows.Next() {
+		var k auth.SigningKey
+		var at dbTime
+		if err := rows.Scan(&k.KID, &k.PrivatePEM, &at); err != nil {
+			return nil, s.fail("signing keys", err)
+		}
+		k.CreatedAt = at.t
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("signing keys", err)
+	}
+	return out, nil
+}
+
+// AddSigningKey stores a new signing key: Invalid if its KID or key is empty,
+// AlreadyExists (entity "signing key") if the KID is taken. A zero CreatedAt
+// is set to now.
+func (s *Store) AddSigningKey(ctx context.Context, k auth.SigningKey) error {
+	if k.KID == "" {
+		return floe.E(floe.Invalid, "signing key", "signing key id must not be empty")
+	}
+	if len(k.PrivatePEM) == 0 {
+		return floe.E(floe.Invalid, "signing key", "signing key %s has no key material", k.KID)
+	}
+	if k.CreatedAt.IsZero() {
+		k.CreatedAt = s.now()
+	}
+	return s.write(ctx, "add signing key", func(c conn) error {
+		n, err := c.exec(ctx, "INSERT INTO signing_keys (kid, private_pem, created_at) VALUES (?, ?, ?) ON CONFLICT (kid) DO NOTHING",
+			k.KID, k.PrivatePEM, s.d.timeArg(k.CreatedAt))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return floe.E(floe.AlreadyExists, "signing key", "Signing key already exists: %s", k.KID)
+		}
+		return nil
+	})
+}

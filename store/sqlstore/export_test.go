@@ -1,0 +1,8 @@
+package sqlstore
+
+// Test helpers for the external test package.
+var (
+	TestPGDSN     = testPGDSN
+	FreshPostgres = freshPostgres
+	OpenForTest   = openForTest
+)
