@@ -1,0 +1,58 @@
+package restcat
+
+import (
+	"net/http"
+
+	"github.com/floe-lake/floe"
+)
+
+type catalogConfig struct {
+	Defaults               map[string]string `json:"defaults"`
+	Overrides              map[string]string `json:"overrides"`
+	Endpoints              []string          `json:"endpoints"`
+	IdempotencyKeyLifetime string            `json:"idempotency-key-lifetime,omitempty"`
+}
+
+// config serves GET /v1/config: the warehouse (by ?warehouse= or the
+// default) becomes the prefix of every other route.
+func (h *Handler) config(w http.ResponseWriter, r *http.Request) error {
+	name := r.URL.Query().Get("warehouse")
+	if name == "" {
+		name = h.opts.DefaultWarehouse
+	}
+	wh, err := h.cat.Warehouse(r.Context(), name)
+	if err != nil {
+		if floe.KindOf(err) == floe.NotFound {
+			return floe.E(floe.NotFound, "warehouse", "Warehouse does not exist: %s", name)
+		}
+		return err
+	}
+	cfg := catalogConfig{
+		Defaults:  map[string]string{},
+		Overrides: map[string]string{"prefix": wh.Name, "warehouse": wh.Name},
+		Endpoints: h.Endpoints(),
+	}
+	if h.opts.Idempotency != nil {
+		cfg.IdempotencyKeyLifetime = isoDuration(h.opts.IdempotencyLifetime.Minutes())
+	}
+	writeJSON(w, http.StatusOK, cfg)
+	return nil
+}
+
+func isoDuration(minutes float64) string {
+	return "PT" + itoa(int(minutes)) + "M"
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}

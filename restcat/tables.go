@@ -1,0 +1,411 @@
+package restcat
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/catalog"
+)
+
+type createTableRequest struct {
+	Name          string                 `json:"name"`
+	Location      string                 `json:"location"`
+	Schema        *iceberg.Schema        `json:"schema"`
+	PartitionSpec *iceberg.PartitionSpec `json:"partition-spec"`
+	WriteOrder    *table.SortOrder       `json:"write-order"`
+	StageCreate   bool                   `json:"stage-create"`
+	Properties    map[string]string      `json:"properties"`
+}
+
+type commitTableRequest struct {
+	Identifier   *tableIdentifier   `json:"identifier"`
+	Requirements table.Requirements `json:"requirements"`
+	Updates      table.Updates      `json:"updates"`
+}
+
+type commitTransactionRequest struct {
+	TableChanges []json.RawMessage `json:"table-changes"`
+}
+
+type renameRequest struct {
+	Source      *tableIdentifier `json:"source"`
+	Destination *tableIdentifier `json:"destination"`
+}
+
+type registerRequest struct {
+	Name             string `json:"name"`
+	MetadataLocation string `json:"metadata-location"`
+	Overwrite        bool   `json:"overwrite"`
+}
+
+// tableResult writes a LoadTableResult (or CommitTableResponse) body without
+// re-encoding the metadata, which is already compact JSON.
+func tableResult(st *catalog.TableState, metadata []byte, withConfig bool) []byte {
+	var b bytes.Buffer
+	b.Grow(len(metadata) + 128)
+	b.WriteString(`{"metadata-location":`)
+	if st.Location == "" {
+		b.WriteString("null")
+	} else {
+		loc, _ := json.Marshal(st.Location)
+		b.Write(loc)
+	}
+	b.WriteString(`,"metadata":`)
+	b.Write(metadata)
+	if withConfig {
+		b.WriteString(`,"config":{}`)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// etag identifies one metadata version in one representation.
+func etag(loc, mode string) string {
+	sum := sha256.Sum256([]byte(loc + "\x00" + mode))
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
+}
+
+func writeRaw(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func (h *Handler) createTable(w http.ResponseWriter, r *http.Request) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	ns, err := namespaceParam(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if err := requireFields(body, "name", "schema"); err != nil {
+		return err
+	}
+	var req createTableRequest
+	if err := decodeBytes(body, &req); err != nil {
+		return err
+	}
+	st, err := h.cat.CreateTable(r.Context(), wh, ns, catalog.CreateTableRequest{
+		Name: req.Name, Schema: req.Schema, Spec: req.PartitionSpec, SortOrder: req.WriteOrder,
+		Location: req.Location, Properties: req.Properties, Stage: req.StageCreate,
+	})
+	if err != nil {
+		return err
+	}
+	if st.Location != "" {
+		w.Header().Set("ETag", etag(st.Location, "all"))
+	}
+	writeRaw(w, http.StatusOK, tableResult(st, st.JSON, true))
+	return nil
+}
+
+func (h *Handler) loadTable(w http.ResponseWriter, r *http.Request) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	id, err := identParam(r, "table")
+	if err != nil {
+		return err
+	}
+	mode := r.URL.Query().Get("snapshots")
+	switch mode {
+	case "", "all":
+		mode = "all"
+	case "refs":
+	default:
+		return floe.E(floe.Invalid, "", "snapshots must be 'all' or 'refs', not %q", mode)
+	}
+	ent, err := h.cat.TableLocationInfo(r.Context(), wh, id)
+	if err != nil {
+		return err
+	}
+	tag := etag(ent.MetadataLocation, mode)
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, tag) {
+		w.Header().Set("ETag", tag)
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	st, err := h.cat.LoadTableAt(r.Context(), ent.MetadataLocation)
+	if err != nil {
+		return err
+	}
+	md := st.JSON
+	if mode == "refs" {
+		md = st.RefsOnlyJSON()
+	}
+	w.Header().Set("ETag", tag)
+	writeRaw(w, http.StatusOK, tableResult(st, md, true))
+	return nil
+}
+
+// etagMatch implements If-None-Match matching (weak comparison, lists, "*").
+func etagMatch(header, tag string) bool {
+	for _, part := range bytes.Split([]byte(header), []byte(",")) {
+		p := string(bytes.TrimSpace(part))
+		if p == "*" || p == tag || p == "W/"+tag {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Handler) tableExists(w http.ResponseWriter, r *http.Request) error {
+	return h.exists(w, r, "table", catalog.KindTable)
+}
+
+func (h *Handler) viewExists(w http.ResponseWriter, r *http.Request) error {
+	return h.exists(w, r, "view", catalog.KindView)
+}
+
+func (h *Handler) exists(w http.ResponseWriter, r *http.Request, param string, kind catalog.Kind) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	id, err := identParam(r, param)
+	if err != nil {
+		return err
+	}
+	ok, err := h.cat.Exists(r.Context(), wh, id, kind)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		w.WriteHeader(http.StatusNotFound)
+		return nil
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// parseCommit decodes a CommitTableRequest, requiring both lists.
+func parseCommit(body []byte) (commitTableRequest, error) {
+	var req commitTableRequest
+	if err := requireFields(body, "requirements", "updates"); err != nil {
+		return req, err
+	}
+	err := decodeBytes(body, &req)
+	return req, err
+}
+
+func (h *Handler) commitTable(w http.ResponseWriter, r *http.Request) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	id, err := identParam(r, "table")
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	req, err := parseCommit(body)
+	if err != nil {
+		return err
+	}
+	if req.Identifier != nil {
+		bid, err := req.Identifier.ident()
+		if err != nil {
+			return err
+		}
+		if bid.String() != id.String() || bid.Namespace.Key() != id.Namespace.Key() {
+			return floe.E(floe.Invalid, "", "identifier %s in the body does not match the path %s", bid, id)
+		}
+	}
+	st, err := h.cat.CommitTable(r.Context(), wh, catalog.TableCommit{Ident: id, Requirements: req.Requirements, Updates: req.Updates})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", etag(st.Location, "all"))
+	writeRaw(w, http.StatusOK, tableResult(st, st.JSON, false))
+	return nil
+}
+
+func (h *Handler) commitTransaction(w http.ResponseWriter, r *http.Request) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if err := requireFields(body, "table-changes"); err != nil {
+		return err
+	}
+	var req commitTransactionRequest
+	if err := decodeBytes(body, &req); err != nil {
+		return err
+	}
+	commits := make([]catalog.TableCommit, 0, len(req.TableChanges))
+	for i, raw := range req.TableChanges {
+		tc, err := parseCommit(raw)
+		if err != nil {
+			return floe.Wrap(floe.Invalid, err, "table-changes[%d]: %s", i, floe.PublicMessage(err))
+		}
+		if tc.Identifier == nil {
+			return floe.E(floe.Invalid, "", "table-changes[%d]: identifier is required in a transaction", i)
+		}
+		id, err := tc.Identifier.ident()
+		if err != nil {
+			return err
+		}
+		commits = append(commits, catalog.TableCommit{Ident: id, Requirements: tc.Requirements, Updates: tc.Updates})
+	}
+	if err := h.cat.CommitTransaction(r.Context(), wh, commits); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *Handler) dropTable(w http.ResponseWriter, r *http.Request) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	id, err := identParam(r, "table")
+	if err != nil {
+		return err
+	}
+	purge := false
+	if s := r.URL.Query().Get("purgeRequested"); s != "" {
+		if purge, err = strconv.ParseBool(s); err != nil {
+			return floe.E(floe.Invalid, "", "purgeRequested must be true or false")
+		}
+	}
+	if err := h.cat.DropTable(r.Context(), wh, id, purge); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *Handler) registerTable(w http.ResponseWriter, r *http.Request) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	ns, err := namespaceParam(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if err := requireFields(body, "name", "metadata-location"); err != nil {
+		return err
+	}
+	var req registerRequest
+	if err := decodeBytes(body, &req); err != nil {
+		return err
+	}
+	st, err := h.cat.RegisterTable(r.Context(), wh, catalog.Ident{Namespace: ns, Name: req.Name}, req.MetadataLocation, req.Overwrite)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", etag(st.Location, "all"))
+	writeRaw(w, http.StatusOK, tableResult(st, st.JSON, true))
+	return nil
+}
+
+func (h *Handler) unregisterTable(w http.ResponseWriter, r *http.Request) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	id, err := identParam(r, "table")
+	if err != nil {
+		return err
+	}
+	st, err := h.cat.UnregisterTable(r.Context(), wh, id)
+	if err != nil {
+		return err
+	}
+	writeRaw(w, http.StatusOK, tableResult(st, st.JSON, false))
+	return nil
+}
+
+func (h *Handler) reportMetrics(w http.ResponseWriter, r *http.Request) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	id, err := identParam(r, "table")
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if err := requireFields(body, "report-type"); err != nil {
+		return err
+	}
+	if ok, err := h.cat.Exists(r.Context(), wh, id, catalog.KindTable); err != nil {
+		return err
+	} else if !ok {
+		return floe.E(floe.NotFound, "table", "Table does not exist: %s", id)
+	}
+	h.log.DebugContext(r.Context(), "metrics report", "table", id.String(), "bytes", len(body))
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *Handler) rename(w http.ResponseWriter, r *http.Request, kind catalog.Kind) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if err := requireFields(body, "source", "destination"); err != nil {
+		return err
+	}
+	var req renameRequest
+	if err := decodeBytes(body, &req); err != nil {
+		return err
+	}
+	from, err := req.Source.ident()
+	if err != nil {
+		return err
+	}
+	to, err := req.Destination.ident()
+	if err != nil {
+		return err
+	}
+	if err := h.cat.Rename(r.Context(), wh, from, to, kind); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *Handler) renameTable(w http.ResponseWriter, r *http.Request) error {
+	return h.rename(w, r, catalog.KindTable)
+}
+
+func (h *Handler) renameView(w http.ResponseWriter, r *http.Request) error {
+	return h.rename(w, r, catalog.KindView)
+}

@@ -1,0 +1,171 @@
+package restcat
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/view"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/catalog"
+)
+
+type createViewRequest struct {
+	Name        string            `json:"name"`
+	Location    string            `json:"location"`
+	Schema      *iceberg.Schema   `json:"schema"`
+	ViewVersion *view.Version     `json:"view-version"`
+	Properties  map[string]string `json:"properties"`
+}
+
+type commitViewRequest struct {
+	Identifier   *tableIdentifier  `json:"identifier"`
+	Requirements view.Requirements `json:"requirements"`
+	Updates      view.Updates      `json:"updates"`
+}
+
+type registerViewRequest struct {
+	Name             string `json:"name"`
+	MetadataLocation string `json:"metadata-location"`
+}
+
+func viewResult(st *catalog.ViewState) []byte {
+	var b bytes.Buffer
+	loc, _ := json.Marshal(st.Location)
+	b.WriteString(`{"metadata-location":`)
+	b.Write(loc)
+	b.WriteString(`,"metadata":`)
+	b.Write(st.JSON)
+	b.WriteString(`,"config":{}}`)
+	return b.Bytes()
+}
+
+func (h *Handler) createView(w http.ResponseWriter, r *http.Request) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	ns, err := namespaceParam(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if err := requireFields(body, "name", "schema", "view-version", "properties"); err != nil {
+		return err
+	}
+	var req createViewRequest
+	if err := decodeBytes(body, &req); err != nil {
+		return err
+	}
+	st, err := h.cat.CreateView(r.Context(), wh, ns, catalog.CreateViewRequest{
+		Name: req.Name, Location: req.Location, Schema: req.Schema, Version: req.ViewVersion, Properties: req.Properties,
+	})
+	if err != nil {
+		return err
+	}
+	writeRaw(w, http.StatusOK, viewResult(st))
+	return nil
+}
+
+func (h *Handler) loadView(w http.ResponseWriter, r *http.Request) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	id, err := identParam(r, "view")
+	if err != nil {
+		return err
+	}
+	st, err := h.cat.LoadView(r.Context(), wh, id)
+	if err != nil {
+		return err
+	}
+	writeRaw(w, http.StatusOK, viewResult(st))
+	return nil
+}
+
+func (h *Handler) replaceView(w http.ResponseWriter, r *http.Request) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	id, err := identParam(r, "view")
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if err := requireFields(body, "updates"); err != nil {
+		return err
+	}
+	var req commitViewRequest
+	if err := decodeBytes(body, &req); err != nil {
+		return err
+	}
+	if req.Identifier != nil {
+		bid, err := req.Identifier.ident()
+		if err != nil {
+			return err
+		}
+		if bid.Namespace.Key() != id.Namespace.Key() || bid.Name != id.Name {
+			return floe.E(floe.Invalid, "", "identifier %s in the body does not match the path %s", bid, id)
+		}
+	}
+	st, err := h.cat.ReplaceView(r.Context(), wh, id, catalog.ViewCommit{Requirements: req.Requirements, Updates: req.Updates})
+	if err != nil {
+		return err
+	}
+	writeRaw(w, http.StatusOK, viewResult(st))
+	return nil
+}
+
+func (h *Handler) dropView(w http.ResponseWriter, r *http.Request) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	id, err := identParam(r, "view")
+	if err != nil {
+		return err
+	}
+	if err := h.cat.DropView(r.Context(), wh, id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *Handler) registerView(w http.ResponseWriter, r *http.Request) error {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return err
+	}
+	ns, err := namespaceParam(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if err := requireFields(body, "name", "metadata-location"); err != nil {
+		return err
+	}
+	var req registerViewRequest
+	if err := decodeBytes(body, &req); err != nil {
+		return err
+	}
+	st, err := h.cat.RegisterView(r.Context(), wh, catalog.Ident{Namespace: ns, Name: req.Name}, req.MetadataLocation)
+	if err != nil {
+		return err
+	}
+	writeRaw(w, http.StatusOK, viewResult(st))
+	return nil
+}
