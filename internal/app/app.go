@@ -1,0 +1,191 @@
+// Package app wires Floe's packages into a running server. It is the only
+// package besides cmd/floe that knows every other one.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/oauth"
+	"github.com/floe-lake/floe/objstore/local"
+	"github.com/floe-lake/floe/restcat"
+	"github.com/floe-lake/floe/store/sqlstore"
+)
+
+// App is a configured Floe node.
+type App struct {
+	cfg   Config
+	log   *slog.Logger
+	store *sqlstore.Store
+	fs    *local.FS
+	cat   *catalog.Catalog
+	auth  *auth.Service
+	rest  *restcat.Handler
+
+	srv *http.Server
+	ln  net.Listener
+
+	// Bootstrap is set when this start created the first admin principal.
+	Bootstrap *Credential
+}
+
+// Credential is a client id and its secret.
+type Credential struct {
+	ClientID, Secret string
+}
+
+// String renders the credential as Iceberg clients take it: "id:secret".
+func (c Credential) String() string { return c.ClientID + ":" + c.Secret }
+
+// Open opens the store and storage, initialises auth and the default
+// warehouse, and bootstraps the first admin principal if there is none.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
+	if err := cfg.Finish(); err != nil {
+		return nil, err
+	}
+	a := &App{cfg: cfg, log: log}
+	st, err := sqlstore.Open(ctx, cfg.Store, sqlstore.Options{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	a.store = st
+	if err := a.init(ctx); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *App) init(ctx context.Context) error {
+	cfg := a.cfg
+	if !strings.HasPrefix(cfg.WarehouseLocation, "file://") {
+		return fmt.Errorf("warehouse location %q: this build supports file:// warehouses", cfg.WarehouseLocation)
+	}
+	fs, err := local.New(strings.TrimPrefix(cfg.WarehouseLocation, "file://"))
+	if err != nil {
+		return err
+	}
+	a.fs = fs
+	if err := a.store.PutWarehouse(ctx, catalog.Warehouse{Name: cfg.Warehouse, Location: fs.URI()}); err != nil {
+		return fmt.Errorf("warehouse: %w", err)
+	}
+	a.cat = catalog.New(a.store, fs, catalog.Options{Logger: a.log})
+	a.auth = auth.New(a.store, auth.Options{TokenTTL: cfg.TokenTTL, Logger: a.log})
+	if err := a.auth.Init(ctx); err != nil {
+		return err
+	}
+	if err := a.bootstrap(ctx); err != nil {
+		return err
+	}
+	opts := restcat.Options{
+		DefaultWarehouse: cfg.Warehouse,
+		Idempotency:      a.store,
+		TokenHandler:     &oauth.Handler{Auth: a.auth, Logger: a.log},
+		MaxBodyBytes:     cfg.MaxBodyBytes,
+		Logger:           a.log,
+	}
+	if cfg.InsecureNoAuth {
+		a.log.Warn("AUTHENTICATION IS DISABLED (insecure_no_auth): anyone who can reach this port can read and change every table. Use only for throwaway local work.")
+	} else {
+		opts.Auth = a.auth
+	}
+	a.rest = restcat.New(a.cat, opts)
+	return nil
+}
+
+// bootstrap creates the admin principal when no principal exists.
+func (a *App) bootstrap(ctx context.Context) error {
+	ps, err := a.store.ListPrincipals(ctx)
+	if err != nil {
+		return fmt.Errorf("list principals: %w", err)
+	}
+	if len(ps) > 0 {
+		return nil
+	}
+	var id, secret string
+	if c := a.cfg.BootstrapCredential; c != "" {
+		id, secret, _ = strings.Cut(c, ":")
+	}
+	p, secret, err := a.auth.CreatePrincipal(ctx, "admin", nil, true, id, secret)
+	if err != nil {
+		return fmt.Errorf("bootstrap admin: %w", err)
+	}
+	a.Bootstrap = &Credential{ClientID: p.ClientID, Secret: secret}
+	a.log.Info("created the first admin principal", "name", p.Name, "client_id", p.ClientID)
+	return nil
+}
+
+// Handler returns the HTTP handler of the REST catalog (including the token endpoint).
+func (a *App) Handler() http.Handler { return a.rest }
+
+// Auth returns the token service.
+func (a *App) Auth() *auth.Service { return a.auth }
+
+// Catalog returns the catalog service.
+func (a *App) Catalog() *catalog.Catalog { return a.cat }
+
+// Store returns the metadata store.
+func (a *App) Store() *sqlstore.Store { return a.store }
+
+// Config returns the effective configuration.
+func (a *App) Config() Config { return a.cfg }
+
+// Start listens on the configured address and serves in the background.
+func (a *App) Start() error {
+	ln, err := net.Listen("tcp", a.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", a.cfg.Listen, err)
+	}
+	a.ln = ln
+	a.srv = &http.Server{
+		Handler:           a.rest,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("catalog server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// URL is the base URL of the REST catalog (valid after Start).
+func (a *App) URL() string {
+	if a.ln == nil {
+		return ""
+	}
+	return "http://" + a.ln.Addr().String()
+}
+
+// AdminToken issues a token for the admin principal (for in-process tools such as the demo loader).
+func (a *App) AdminToken(ctx context.Context) (string, error) {
+	p, err := a.store.PrincipalByName(ctx, "admin")
+	if err != nil {
+		return "", err
+	}
+	t, err := a.auth.Issue(p, p.Scopes)
+	if err != nil {
+		return "", err
+	}
+	return t.AccessToken, nil
+}
+
+// Close stops serving and closes the store.
+func (a *App) Close(ctx context.Context) error {
+	var errs []error
+	if a.srv != nil {
+		errs = append(errs, a.srv.Shutdown(ctx))
+	}
+	errs = append(errs, a.store.Close())
+	return errors.Join(errs...)
+}
