@@ -81,8 +81,12 @@ func (c *Catalog) CreateTable(ctx context.Context, wh string, ns Namespace, req 
 	}
 	if err := c.store.SwapPointers(ctx, []Swap{{Warehouse: wh, Ident: id, Kind: KindTable, New: st.Location}}); err != nil {
 		c.discard(ctx, st.Location)
-		if floe.KindOf(err) == floe.AlreadyExists || floe.KindOf(err) == floe.Conflict {
-			return nil, alreadyExists(KindTable, KindTable, id)
+		if k := floe.KindOf(err); k == floe.AlreadyExists || k == floe.Conflict {
+			have := KindTable
+			if floe.EntityOf(err) == "view" {
+				have = KindView
+			}
+			return nil, alreadyExists(KindTable, have, id)
 		}
 		return nil, err
 	}
