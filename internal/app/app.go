@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -50,6 +51,9 @@ func (c Credential) String() string { return c.ClientID + ":" + c.Secret }
 func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	if err := cfg.Finish(); err != nil {
 		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	a := &App{cfg: cfg, log: log}
 	st, err := sqlstore.Open(ctx, cfg.Store, sqlstore.Options{Logger: log})

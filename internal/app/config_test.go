@@ -1,0 +1,75 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfig_Precedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "floe.yaml")
+	if err := os.WriteFile(file, []byte("listen: 127.0.0.1:9999\nwarehouse: fromfile\ntoken_ttl: 30m\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := Defaults()
+	if err := c.LoadFile(file); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"FLOE_WAREHOUSE": "fromenv", "FLOE_DEMO": "true", "FLOE_DATA_DIR": dir}
+	if err := c.LoadEnv(func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:9999" || c.Warehouse != "fromenv" || !c.Demo || c.TokenTTL != 30*time.Minute {
+		t.Errorf("precedence wrong: %+v", c)
+	}
+	if c.Store != filepath.Join(dir, "floe.db") || c.WarehouseLocation != "file://"+filepath.ToSlash(filepath.Join(dir, "warehouse")) {
+		t.Errorf("derived defaults: %q %q", c.Store, c.WarehouseLocation)
+	}
+}
+
+func TestConfig_Invalid(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Config)
+		env  map[string]string
+		yaml string
+		want string
+	}{
+		{name: "bad warehouse", edit: func(c *Config) { c.Warehouse = "a/b" }, want: "warehouse"},
+		{name: "ttl too short", edit: func(c *Config) { c.TokenTTL = time.Second }, want: "token_ttl"},
+		{name: "bad bootstrap", edit: func(c *Config) { c.BootstrapCredential = "nocolon" }, want: "client_id:secret"},
+		{name: "bad env bool", env: map[string]string{"FLOE_DEMO": "maybe"}, want: "FLOE_DEMO"},
+		{name: "bad env duration", env: map[string]string{"FLOE_TOKEN_TTL": "soon"}, want: "FLOE_TOKEN_TTL"},
+		{name: "unknown yaml key", yaml: "lisen: x\n", want: "lisen"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Defaults()
+			c.DataDir = t.TempDir()
+			var err error
+			if tt.yaml != "" {
+				f := filepath.Join(t.TempDir(), "c.yaml")
+				_ = os.WriteFile(f, []byte(tt.yaml), 0o600)
+				err = c.LoadFile(f)
+			}
+			if err == nil && tt.env != nil {
+				err = c.LoadEnv(func(k string) string { return tt.env[k] })
+			}
+			if err == nil {
+				if tt.edit != nil {
+					tt.edit(&c)
+				}
+				err = c.Finish()
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
