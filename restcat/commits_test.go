@@ -49,14 +49,7 @@ func loadMeta(t *testing.T, f *testkit.Floe, path string) tableMeta {
 	return out.Metadata
 }
 
-func snapshotJSON(id int64, parent *int64, seq int64) string {
-	p := ""
-	if parent != nil {
-		p = fmt.Sprintf(`"parent-snapshot-id":%d,`, *parent)
-	}
-	return fmt.Sprintf(`{"snapshot-id":%d,%s"sequence-number":%d,"timestamp-ms":%d,"manifest-list":"file:///nowhere/snap-%d.avro","summary":{"operation":"append"},"schema-id":0}`,
-		id, p, seq, time.Now().UnixMilli(), id)
-}
+var snapshotJSON = testkit.SnapshotJSON
 
 // TestCommitUpdates applies every TableUpdate type the spec defines, one commit each.
 func TestCommitUpdates(t *testing.T) {

@@ -2,7 +2,5 @@ package sqlstore
 
 // Test helpers for the external test package.
 var (
-	TestPGDSN     = testPGDSN
-	FreshPostgres = freshPostgres
-	OpenForTest   = openForTest
+	OpenForTest = openForTest
 )

@@ -6,13 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/floe-lake/floe/internal/pgtest"
 	"github.com/floe-lake/floe/store/sqlstore"
 	"github.com/floe-lake/floe/store/storetest"
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(sqlstore.PGEnv) == "" {
-		fmt.Fprintln(os.Stderr, sqlstore.PGSkipMessage)
+	if os.Getenv(pgtest.Env) == "" {
+		fmt.Fprintln(os.Stderr, pgtest.SkipMessage)
 	}
 	os.Exit(m.Run())
 }
@@ -27,8 +28,8 @@ func TestSQLite(t *testing.T) {
 // TestPostgres runs the conformance suite on PostgreSQL when FLOE_TEST_PG_DSN
 // is set, a new schema per test.
 func TestPostgres(t *testing.T) {
-	dsn := sqlstore.TestPGDSN(t)
+	dsn := pgtest.ServerDSN(t)
 	storetest.Run(t, func(t *testing.T, opts sqlstore.Options) *sqlstore.Store {
-		return sqlstore.OpenForTest(t, sqlstore.FreshPostgres(t, dsn), opts)
+		return sqlstore.OpenForTest(t, pgtest.Fresh(t, dsn), opts)
 	})
 }
