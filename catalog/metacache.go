@@ -10,9 +10,9 @@ import (
 	"strings"
 	"sync"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/view"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/floe-lake/floe"
 )

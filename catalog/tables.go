@@ -29,28 +29,11 @@ type CreateTableRequest struct {
 // CreateTable creates (or stages) a table in ns.
 func (c *Catalog) CreateTable(ctx context.Context, wh string, ns Namespace, req CreateTableRequest) (*TableState, error) {
 	id := Ident{Namespace: ns, Name: req.Name}
-	if err := id.Validate(); err != nil {
-		return nil, err
-	}
 	if req.Schema == nil {
 		return nil, floe.E(floe.Invalid, "table", "schema is required")
 	}
-	w, err := c.store.Warehouse(ctx, wh)
+	tid, loc, err := c.placeNew(ctx, wh, id, KindTable, req.Location)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := c.store.NamespaceProperties(ctx, wh, ns); err != nil {
-		return nil, err
-	}
-	if ent, err := c.store.Entity(ctx, wh, id); err == nil {
-		return nil, alreadyExists(KindTable, ent.Kind, id)
-	}
-	tid := uuid.New()
-	loc := req.Location
-	if loc == "" {
-		loc = defaultTableLocation(w, id, tid)
-	}
-	if loc, err = checkLocation(w, loc); err != nil {
 		return nil, err
 	}
 	spec := iceberg.UnpartitionedSpec
@@ -92,6 +75,30 @@ func (c *Catalog) CreateTable(ctx context.Context, wh string, ns Namespace, req 
 	}
 	c.remember(st)
 	return st, nil
+}
+
+// placeNew checks that a new table or view may be created as id and returns
+// its UUID and normalized location (loc, or a fresh one inside the warehouse).
+func (c *Catalog) placeNew(ctx context.Context, wh string, id Ident, kind Kind, loc string) (uuid.UUID, string, error) {
+	if err := id.Validate(); err != nil {
+		return uuid.Nil, "", err
+	}
+	w, err := c.store.Warehouse(ctx, wh)
+	if err != nil {
+		return uuid.Nil, "", err
+	}
+	if _, err := c.store.NamespaceProperties(ctx, wh, id.Namespace); err != nil {
+		return uuid.Nil, "", err
+	}
+	if ent, err := c.store.Entity(ctx, wh, id); err == nil {
+		return uuid.Nil, "", alreadyExists(kind, ent.Kind, id)
+	}
+	u := uuid.New()
+	if loc == "" {
+		loc = defaultTableLocation(w, id, u)
+	}
+	loc, err = checkLocation(w, loc)
+	return u, loc, err
 }
 
 // newMetadata wraps table.NewMetadataWithUUID, mapping its validation errors to Invalid.

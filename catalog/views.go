@@ -30,28 +30,11 @@ type ViewCommit struct {
 // CreateView creates a view in ns.
 func (c *Catalog) CreateView(ctx context.Context, wh string, ns Namespace, req CreateViewRequest) (*ViewState, error) {
 	id := Ident{Namespace: ns, Name: req.Name}
-	if err := id.Validate(); err != nil {
-		return nil, err
-	}
 	if req.Schema == nil || req.Version == nil {
 		return nil, floe.E(floe.Invalid, "view", "schema and view-version are required")
 	}
-	w, err := c.store.Warehouse(ctx, wh)
+	vid, loc, err := c.placeNew(ctx, wh, id, KindView, req.Location)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := c.store.NamespaceProperties(ctx, wh, ns); err != nil {
-		return nil, err
-	}
-	if ent, err := c.store.Entity(ctx, wh, id); err == nil {
-		return nil, alreadyExists(KindView, ent.Kind, id)
-	}
-	vid := uuid.New()
-	loc := req.Location
-	if loc == "" {
-		loc = defaultTableLocation(w, id, vid)
-	}
-	if loc, err = checkLocation(w, loc); err != nil {
 		return nil, err
 	}
 	props := iceberg.Properties{}

@@ -15,12 +15,17 @@ import (
 	"github.com/floe-lake/floe/catalog"
 )
 
-// decode reads a JSON body into v. Malformed JSON, type mismatches and
-// decoder panics all become Invalid errors.
-func decode(r *http.Request, v any) error {
+// readJSON reads a JSON body into v after checking that each required
+// top-level field is present and not null.
+func readJSON(r *http.Request, v any, required ...string) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
+	}
+	if len(required) > 0 {
+		if err := requireFields(body, required...); err != nil {
+			return err
+		}
 	}
 	return decodeBytes(body, v)
 }
@@ -81,6 +86,27 @@ func namespaceParam(r *http.Request) (catalog.Namespace, error) {
 		return nil, err
 	}
 	return ns, nil
+}
+
+// nsRequest resolves the warehouse prefix and the {namespace} segment.
+func (h *Handler) nsRequest(r *http.Request) (string, catalog.Namespace, error) {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return "", nil, err
+	}
+	ns, err := namespaceParam(r)
+	return wh, ns, err
+}
+
+// identRequest resolves the warehouse prefix and a table or view identifier
+// from the path ({namespace} plus the segment named param).
+func (h *Handler) identRequest(r *http.Request, param string) (string, catalog.Ident, error) {
+	wh, err := h.warehouse(r)
+	if err != nil {
+		return "", catalog.Ident{}, err
+	}
+	id, err := identParam(r, param)
+	return wh, id, err
 }
 
 func identParam(r *http.Request, name string) (catalog.Ident, error) {

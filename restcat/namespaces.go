@@ -75,15 +75,8 @@ func (h *Handler) createNamespace(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	if err := requireFields(body, "namespace"); err != nil {
-		return err
-	}
 	var req createNamespaceRequest
-	if err := decodeBytes(body, &req); err != nil {
+	if err := readJSON(r, &req, "namespace"); err != nil {
 		return err
 	}
 	ns := catalog.Namespace(req.Namespace)
@@ -98,11 +91,7 @@ func (h *Handler) createNamespace(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (h *Handler) loadNamespace(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
-	if err != nil {
-		return err
-	}
-	ns, err := namespaceParam(r)
+	wh, ns, err := h.nsRequest(r)
 	if err != nil {
 		return err
 	}
@@ -115,11 +104,7 @@ func (h *Handler) loadNamespace(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) namespaceExists(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
-	if err != nil {
-		return err
-	}
-	ns, err := namespaceParam(r)
+	wh, ns, err := h.nsRequest(r)
 	if err != nil {
 		return err
 	}
@@ -131,11 +116,7 @@ func (h *Handler) namespaceExists(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (h *Handler) dropNamespace(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
-	if err != nil {
-		return err
-	}
-	ns, err := namespaceParam(r)
+	wh, ns, err := h.nsRequest(r)
 	if err != nil {
 		return err
 	}
@@ -147,16 +128,12 @@ func (h *Handler) dropNamespace(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) updateNamespaceProperties(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
-	if err != nil {
-		return err
-	}
-	ns, err := namespaceParam(r)
+	wh, ns, err := h.nsRequest(r)
 	if err != nil {
 		return err
 	}
 	var req updatePropertiesRequest
-	if err := decode(r, &req); err != nil {
+	if err := readJSON(r, &req); err != nil {
 		return err
 	}
 	res, err := h.cat.UpdateNamespaceProperties(r.Context(), wh, ns, req.Removals, req.Updates)
@@ -169,11 +146,7 @@ func (h *Handler) updateNamespaceProperties(w http.ResponseWriter, r *http.Reque
 
 // listEntities serves listTables and listViews.
 func (h *Handler) listEntities(w http.ResponseWriter, r *http.Request, kind catalog.Kind) error {
-	wh, err := h.warehouse(r)
-	if err != nil {
-		return err
-	}
-	ns, err := namespaceParam(r)
+	wh, ns, err := h.nsRequest(r)
 	if err != nil {
 		return err
 	}

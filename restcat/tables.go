@@ -81,23 +81,12 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 }
 
 func (h *Handler) createTable(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
+	wh, ns, err := h.nsRequest(r)
 	if err != nil {
-		return err
-	}
-	ns, err := namespaceParam(r)
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	if err := requireFields(body, "name", "schema"); err != nil {
 		return err
 	}
 	var req createTableRequest
-	if err := decodeBytes(body, &req); err != nil {
+	if err := readJSON(r, &req, "name", "schema"); err != nil {
 		return err
 	}
 	st, err := h.cat.CreateTable(r.Context(), wh, ns, catalog.CreateTableRequest{
@@ -115,11 +104,7 @@ func (h *Handler) createTable(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) loadTable(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
-	if err != nil {
-		return err
-	}
-	id, err := identParam(r, "table")
+	wh, id, err := h.identRequest(r, "table")
 	if err != nil {
 		return err
 	}
@@ -205,11 +190,7 @@ func parseCommit(body []byte) (commitTableRequest, error) {
 }
 
 func (h *Handler) commitTable(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
-	if err != nil {
-		return err
-	}
-	id, err := identParam(r, "table")
+	wh, id, err := h.identRequest(r, "table")
 	if err != nil {
 		return err
 	}
@@ -244,15 +225,8 @@ func (h *Handler) commitTransaction(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	if err := requireFields(body, "table-changes"); err != nil {
-		return err
-	}
 	var req commitTransactionRequest
-	if err := decodeBytes(body, &req); err != nil {
+	if err := readJSON(r, &req, "table-changes"); err != nil {
 		return err
 	}
 	commits := make([]catalog.TableCommit, 0, len(req.TableChanges))
@@ -278,11 +252,7 @@ func (h *Handler) commitTransaction(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (h *Handler) dropTable(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
-	if err != nil {
-		return err
-	}
-	id, err := identParam(r, "table")
+	wh, id, err := h.identRequest(r, "table")
 	if err != nil {
 		return err
 	}
@@ -300,23 +270,12 @@ func (h *Handler) dropTable(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) registerTable(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
+	wh, ns, err := h.nsRequest(r)
 	if err != nil {
-		return err
-	}
-	ns, err := namespaceParam(r)
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	if err := requireFields(body, "name", "metadata-location"); err != nil {
 		return err
 	}
 	var req registerRequest
-	if err := decodeBytes(body, &req); err != nil {
+	if err := readJSON(r, &req, "name", "metadata-location"); err != nil {
 		return err
 	}
 	st, err := h.cat.RegisterTable(r.Context(), wh, catalog.Ident{Namespace: ns, Name: req.Name}, req.MetadataLocation, req.Overwrite)
@@ -329,11 +288,7 @@ func (h *Handler) registerTable(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) unregisterTable(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
-	if err != nil {
-		return err
-	}
-	id, err := identParam(r, "table")
+	wh, id, err := h.identRequest(r, "table")
 	if err != nil {
 		return err
 	}
@@ -346,11 +301,7 @@ func (h *Handler) unregisterTable(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (h *Handler) reportMetrics(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
-	if err != nil {
-		return err
-	}
-	id, err := identParam(r, "table")
+	wh, id, err := h.identRequest(r, "table")
 	if err != nil {
 		return err
 	}
@@ -376,15 +327,8 @@ func (h *Handler) rename(w http.ResponseWriter, r *http.Request, kind catalog.Ki
 	if err != nil {
 		return err
 	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	if err := requireFields(body, "source", "destination"); err != nil {
-		return err
-	}
 	var req renameRequest
-	if err := decodeBytes(body, &req); err != nil {
+	if err := readJSON(r, &req, "source", "destination"); err != nil {
 		return err
 	}
 	from, err := req.Source.ident()

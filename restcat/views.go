@@ -43,23 +43,12 @@ func viewResult(st *catalog.ViewState) []byte {
 }
 
 func (h *Handler) createView(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
+	wh, ns, err := h.nsRequest(r)
 	if err != nil {
-		return err
-	}
-	ns, err := namespaceParam(r)
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	if err := requireFields(body, "name", "schema", "view-version", "properties"); err != nil {
 		return err
 	}
 	var req createViewRequest
-	if err := decodeBytes(body, &req); err != nil {
+	if err := readJSON(r, &req, "name", "schema", "view-version", "properties"); err != nil {
 		return err
 	}
 	st, err := h.cat.CreateView(r.Context(), wh, ns, catalog.CreateViewRequest{
@@ -73,11 +62,7 @@ func (h *Handler) createView(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) loadView(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
-	if err != nil {
-		return err
-	}
-	id, err := identParam(r, "view")
+	wh, id, err := h.identRequest(r, "view")
 	if err != nil {
 		return err
 	}
@@ -90,23 +75,12 @@ func (h *Handler) loadView(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) replaceView(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
+	wh, id, err := h.identRequest(r, "view")
 	if err != nil {
-		return err
-	}
-	id, err := identParam(r, "view")
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	if err := requireFields(body, "updates"); err != nil {
 		return err
 	}
 	var req commitViewRequest
-	if err := decodeBytes(body, &req); err != nil {
+	if err := readJSON(r, &req, "updates"); err != nil {
 		return err
 	}
 	if req.Identifier != nil {
@@ -127,11 +101,7 @@ func (h *Handler) replaceView(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) dropView(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
-	if err != nil {
-		return err
-	}
-	id, err := identParam(r, "view")
+	wh, id, err := h.identRequest(r, "view")
 	if err != nil {
 		return err
 	}
@@ -143,23 +113,12 @@ func (h *Handler) dropView(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) registerView(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.warehouse(r)
+	wh, ns, err := h.nsRequest(r)
 	if err != nil {
-		return err
-	}
-	ns, err := namespaceParam(r)
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	if err := requireFields(body, "name", "metadata-location"); err != nil {
 		return err
 	}
 	var req registerViewRequest
-	if err := decodeBytes(body, &req); err != nil {
+	if err := readJSON(r, &req, "name", "metadata-location"); err != nil {
 		return err
 	}
 	st, err := h.cat.RegisterView(r.Context(), wh, catalog.Ident{Namespace: ns, Name: req.Name}, req.MetadataLocation)
