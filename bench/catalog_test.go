@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/app"
+	"github.com/floe-lake/floe/internal/pgtest"
 	"github.com/floe-lake/floe/internal/testkit"
 )
 
@@ -48,11 +51,27 @@ func do(c *http.Client, tok, method, u, body string) (int, error) {
 	return resp.StatusCode, nil
 }
 
+// storeOption selects the metadata store: SQLite by default, or a fresh
+// PostgreSQL schema when FLOE_BENCH_STORE=postgres (needs FLOE_TEST_PG_DSN).
+func storeOption(b *testing.B) testkit.Option {
+	if os.Getenv("FLOE_BENCH_STORE") != "postgres" {
+		return func(*app.Config) {}
+	}
+	dsn := pgtest.Fresh(b, pgtest.ServerDSN(b))
+	return func(c *app.Config) { c.Store = dsn }
+}
+
 func setup(b *testing.B, ns string, tables int) (*testkit.Floe, string, *http.Client) {
 	b.Helper()
-	f := testkit.Start(b)
+	f := testkit.Start(b, storeOption(b))
 	tok := f.Token(b)
 	c := client(64)
+	createTables(b, f, c, tok, ns, tables)
+	return f, tok, c
+}
+
+func createTables(b *testing.B, f *testkit.Floe, c *http.Client, tok, ns string, tables int) {
+	b.Helper()
 	if st, err := do(c, tok, "POST", f.URL+f.P("/namespaces"), `{"namespace":["`+ns+`"]}`); err != nil || st != 200 {
 		b.Fatalf("namespace: %d %v", st, err)
 	}
@@ -62,7 +81,6 @@ func setup(b *testing.B, ns string, tables int) (*testkit.Floe, string, *http.Cl
 			b.Fatalf("create table: %d %v", st, err)
 		}
 	}
-	return f, tok, c
 }
 
 // run spreads b.N calls over `workers` goroutines and reports ops/s and
@@ -118,6 +136,26 @@ func BenchmarkLoadTable(b *testing.B) {
 	f, tok, c := setup(b, "load", 8)
 	run(b, 32, func(w, i int) error {
 		st, err := do(c, tok, "GET", fmt.Sprintf("%s%s", f.URL, f.P(fmt.Sprintf("/namespaces/load/tables/t%d", i%8))), "")
+		if err == nil && st != 200 {
+			err = fmt.Errorf("status %d", st)
+		}
+		return err
+	})
+}
+
+// BenchmarkLoadTableTwoNodes spreads the same 32 clients over two Floe nodes
+// sharing one PostgreSQL store (FLOE_TEST_PG_DSN must be set).
+func BenchmarkLoadTableTwoNodes(b *testing.B) {
+	dsn := pgtest.Fresh(b, pgtest.ServerDSN(b))
+	shared := b.TempDir()
+	opt := func(c *app.Config) { c.Store, c.DataDir = dsn, shared }
+	n1, n2 := testkit.Start(b, opt), testkit.Start(b, opt)
+	c := client(64)
+	tok := n1.Token(b)
+	createTables(b, n1, c, tok, "load", 8)
+	urls := []string{n1.URL, n2.URL}
+	run(b, 32, func(w, i int) error {
+		st, err := do(c, tok, "GET", urls[w%2]+n1.P(fmt.Sprintf("/namespaces/load/tables/t%d", i%8)), "")
 		if err == nil && st != 200 {
 			err = fmt.Errorf("status %d", st)
 		}

@@ -30,7 +30,7 @@ type updatePropertiesRequest struct {
 type updatePropertiesResponse struct {
 	Updated []string `json:"updated"`
 	Removed []string `json:"removed"`
-	Missing []string `json:"missing,omitempty"`
+	Missing []string `json:"missing"`
 }
 
 func (h *Handler) listNamespaces(w http.ResponseWriter, r *http.Request) error {

@@ -61,8 +61,7 @@ class FloeServer:
         self.client_id = "interop-" + secrets.token_hex(4)
         self.client_secret = secrets.token_urlsafe(24)
         self.dir = Path(tempfile.mkdtemp(prefix=f"floe-interop-{name}-"))
-        self.data_dir = self.dir / "data"  # an existing, empty temporary directory
-        self.data_dir.mkdir()
+        self.data_dir = self.dir / "data"  # floe creates it on first start
         self.stdout_path = self.dir / "stdout.log"
         self.stderr_path = self.dir / "stderr.log"
         self.proc: subprocess.Popen[bytes] | None = None

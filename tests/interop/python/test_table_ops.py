@@ -51,10 +51,6 @@ def test_staged_create_with_data(catalog: RestCatalog, ns) -> None:
     assert sorted(f.file.partition[0] for f in tbl.scan().plan_files()) == ["a", "b"]
 
 
-@pytest.mark.xfail(
-    reason="Floe bug: UpdateNamespacePropertiesResponse omits 'missing' when empty; PyIceberg 0.12 requires it",
-    strict=False,
-)
 def test_namespace_properties(catalog: RestCatalog, ns) -> None:
     catalog.update_namespace_properties(ns, updates={"a": "1", "b": "2"})
     summary = catalog.update_namespace_properties(ns, removals={"a", "nope"}, updates={"c": "3"})
