@@ -2,10 +2,12 @@
 #
 #   make build   build bin/floe
 #   make test    the whole suite: go vet, go test -race, then the PyIceberg
-#                interop suite against bin/floe (in .venv, made on first use)
+#                and Spark interop suites against bin/floe (in .venv and
+#                .venv-spark, made on first use)
 #   make run     run Floe locally with the CRM demo dataset
 #
-# Needs Go, Python 3.11+ (with venv) and access to PyPI. PostgreSQL store tests
+# Needs Go, Python 3.11+ (with venv), Java 17 with Maven (for the Iceberg
+# Spark runtime) and access to PyPI and Maven Central. PostgreSQL store tests
 # run when FLOE_TEST_PG_DSN is set (see store/sqlstore/testdata/start-postgres.sh).
 
 GO       ?= go
@@ -13,9 +15,11 @@ PYTHON   ?= python3
 VENV     ?= .venv
 FLOE_BIN ?= $(CURDIR)/bin/floe
 INTEROP  := tests/interop/python
+SPARK_VENV ?= .venv-spark
+SPARK_INTEROP := tests/interop/spark
 PYTEST_ARGS ?=
 
-.PHONY: all build test vet test-go interop run clean
+.PHONY: all build test vet test-go interop interop-spark run clean
 
 all: build
 
@@ -26,6 +30,7 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory interop
+	@$(MAKE) --no-print-directory interop-spark
 
 vet:
 	$(GO) vet ./...
@@ -47,8 +52,14 @@ $(VENV)/.requirements-installed: $(INTEROP)/requirements.txt
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r $(INTEROP)/requirements.txt
 	@touch $@
 
+# interop-spark runs the Spark suite (pyspark + the Iceberg runtime from Maven
+# Central, installed by scripts/install-spark.sh) against bin/floe.
+interop-spark: build
+	bash scripts/install-spark.sh $(SPARK_VENV)
+	FLOE_BIN=$(FLOE_BIN) $(SPARK_VENV)/bin/python -m pytest -q -p no:cacheprovider $(SPARK_INTEROP) $(PYTEST_ARGS)
+
 run:
 	$(GO) run ./cmd/floe serve --demo
 
 clean:
-	rm -rf bin $(VENV)
+	rm -rf bin $(VENV) $(SPARK_VENV)

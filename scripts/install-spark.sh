@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Install what the Spark interop suite (tests/interop/spark) needs, idempotently:
+#
+#   - a virtualenv with the pinned pyspark and pytest
+#     (tests/interop/spark/requirements.txt; reinstalled only when it changes),
+#   - the pinned Iceberg Spark runtime jar (tests/interop/spark/versions.env),
+#     fetched from Maven Central with mvn into a cache directory.
+#
+# Usage: scripts/install-spark.sh [VENV_DIR]        (default: .venv-spark)
+#
+# Environment:
+#   PYTHON          interpreter for a new venv (default python3)
+#   MVN             Maven command (default mvn)
+#   FLOE_JARS_DIR   jar cache (default ${XDG_CACHE_HOME:-$HOME/.cache}/floe/jars);
+#                   the test suite reads the same variable and default.
+#
+# Needs Java (11-21; 17 is what CI has), Maven and Python 3.11+ with venv. When
+# java or mvn is missing and this runs as root on Debian, they are installed
+# with apt-get (openjdk-17-jdk-headless, maven). Network: PyPI and Maven Central only.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+suite="$repo/tests/interop/spark"
+req="$suite/requirements.txt"
+PYTHON="${PYTHON:-python3}"
+MVN="${MVN:-mvn}"
+venv="${1:-.venv-spark}"
+mkdir -p "$(dirname "$venv")"
+venv="$(cd "$(dirname "$venv")" && pwd)/$(basename "$venv")"
+jars="${FLOE_JARS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/floe/jars}"
+
+say() { echo "install-spark: $*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# --- Java and Maven ------------------------------------------------------
+need=()
+command -v java >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
+command -v "$MVN" >/dev/null 2>&1 || need+=(maven)
+if ((${#need[@]})); then
+	if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+		say "installing ${need[*]} with apt-get"
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+	else
+		die "missing ${need[*]}: install a JDK 17 and Maven (or set MVN)"
+	fi
+fi
+java_version="$(java -version 2>&1 | head -n1)"
+java_major="$(sed -E 's/.*version "(1\.)?([0-9]+).*/\2/' <<<"$java_version")"
+if [[ "$java_major" =~ ^[0-9]+$ ]] && { ((java_major < 11)) || ((java_major > 21)); }; then
+	die "Spark 3.5 needs Java 11-21 (17 recommended), found: $java_version (set JAVA_HOME / PATH)"
+fi
+
+# --- virtualenv with pyspark and pytest ----------------------------------
+if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+	say "creating $venv with $PYTHON"
+	rm -rf "$venv"
+	"$PYTHON" -m venv "$venv"
+fi
+stamp="$venv/.floe-spark-requirements"
+want="$(sha256sum "$req" | cut -d' ' -f1)"
+if [[ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]] || ! "$venv/bin/python" -c 'import pyspark, pytest' >/dev/null 2>&1; then
+	say "installing $(basename "$req") into $venv"
+	"$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+	echo "$want" >"$stamp"
+fi
+pyspark_version="$("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)')"
+
+# --- Iceberg Spark runtime jar from Maven Central ------------------------
+# shellcheck source=../tests/interop/spark/versions.env
+source "$suite/versions.env"
+artifact="iceberg-spark-runtime-${SPARK_MINOR}_${SCALA}"
+jar="$jars/$artifact-$ICEBERG_VERSION.jar"
+if [[ ! -s "$jar" ]]; then
+	say "fetching org.apache.iceberg:$artifact:$ICEBERG_VERSION with $MVN"
+	mkdir -p "$jars"
+	tmp="$(mktemp -d "$jars/.fetch.XXXXXX")"
+	trap 'rm -rf "$tmp"' EXIT
+	# -C: fail on a checksum mismatch. The plugin version is pinned so the
+	# goal behaves the same whatever Maven's default binding is.
+	if ! (cd "$tmp" && "$MVN" -B -q -C -Dstyle.color=never \
+		org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
+		"-Dartifact=org.apache.iceberg:$artifact:$ICEBERG_VERSION:jar" \
+		"-DoutputDirectory=$tmp/out") >"$tmp/mvn.log" 2>&1; then
+		cat "$tmp/mvn.log" >&2
+		die "mvn could not fetch $artifact $ICEBERG_VERSION"
+	fi
+	[[ -s "$tmp/out/$(basename "$jar")" ]] || die "mvn did not produce $(basename "$jar")"
+	mv -f "$tmp/out/$(basename "$jar")" "$jar"
+fi
+
+cat <<EOF
+Spark interop environment ready:
+  venv:         $venv (pyspark $pyspark_version)
+  iceberg jar:  $jar
+  java:         $java_version
+Run the suite with:
+  FLOE_BIN=bin/floe FLOE_JARS_DIR=$jars $venv/bin/python -m pytest -q -p no:cacheprovider tests/interop/spark
+EOF
