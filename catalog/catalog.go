@@ -38,6 +38,8 @@ type Options struct {
 	CommitRetries int
 	// MetadataCacheEntries bounds the cache of parsed metadata files (default 4096).
 	MetadataCacheEntries int
+	// MetadataCacheBytes bounds the metadata JSON held by that cache (default 256 MiB).
+	MetadataCacheBytes int64
 }
 
 // Catalog is the catalog service. It is safe for concurrent use.
@@ -64,8 +66,11 @@ func New(store Store, io FileIO, opts Options) *Catalog {
 	if opts.MetadataCacheEntries <= 0 {
 		opts.MetadataCacheEntries = 4096
 	}
+	if opts.MetadataCacheBytes <= 0 {
+		opts.MetadataCacheBytes = 256 << 20
+	}
 	return &Catalog{store: store, io: io, log: opts.Logger, now: opts.Now,
-		retries: opts.CommitRetries, cache: newMetaCache(opts.MetadataCacheEntries)}
+		retries: opts.CommitRetries, cache: newMetaCache(opts.MetadataCacheEntries, opts.MetadataCacheBytes)}
 }
 
 // Warehouse returns the named warehouse.

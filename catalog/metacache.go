@@ -80,12 +80,59 @@ type cached struct {
 }
 
 // metaCache caches parsed metadata files by location. Metadata files are
-// immutable, so entries never go stale and every node may cache freely.
-type metaCache struct{ c *lru.Cache[string, cached] }
+// immutable, so entries never go stale and every node may cache freely. It is
+// bounded both by entry count and by the bytes of metadata JSON it holds
+// (parsed forms take a few times that), since one table's metadata can run to
+// megabytes.
+type metaCache struct {
+	c        *lru.Cache[string, cached]
+	mu       sync.Mutex
+	bytes    int64
+	maxBytes int64
+}
 
-func newMetaCache(n int) *metaCache {
-	c, _ := lru.New[string, cached](n)
-	return &metaCache{c: c}
+func newMetaCache(n int, maxBytes int64) *metaCache {
+	m := &metaCache{maxBytes: maxBytes}
+	m.c, _ = lru.NewWithEvict[string, cached](n, func(_ string, v cached) {
+		m.mu.Lock()
+		m.bytes -= v.size()
+		m.mu.Unlock()
+	})
+	return m
+}
+
+func (v cached) size() int64 {
+	switch {
+	case v.table != nil:
+		return int64(len(v.table.JSON))
+	case v.view != nil:
+		return int64(len(v.view.JSON))
+	}
+	return 0
+}
+
+// add caches v under loc, evicting the least recently used entries while the
+// cache holds more than maxBytes.
+func (m *metaCache) add(loc string, v cached) {
+	if v.size() > m.maxBytes/4 {
+		return // one huge file would flush everything else
+	}
+	if m.c.Contains(loc) {
+		return
+	}
+	m.mu.Lock()
+	m.bytes += v.size()
+	over := m.bytes > m.maxBytes
+	m.mu.Unlock()
+	m.c.Add(loc, v)
+	for over {
+		if _, _, ok := m.c.RemoveOldest(); !ok {
+			return
+		}
+		m.mu.Lock()
+		over = m.bytes > m.maxBytes
+		m.mu.Unlock()
+	}
 }
 
 func (c *Catalog) readMetadataFile(ctx context.Context, loc string) ([]byte, error) {
@@ -130,7 +177,7 @@ func (c *Catalog) loadTableState(ctx context.Context, loc string) (*TableState, 
 		return nil, floe.Wrap(floe.Invalid, err, "metadata file %s is not valid table metadata", loc)
 	}
 	st := &TableState{Location: loc, Metadata: md, JSON: raw}
-	c.cache.c.Add(loc, cached{table: st})
+	c.cache.add(loc, cached{table: st})
 	return st, nil
 }
 
@@ -152,12 +199,12 @@ func (c *Catalog) loadViewState(ctx context.Context, loc string) (*ViewState, er
 		return nil, floe.Wrap(floe.Invalid, err, "metadata file %s is not valid view metadata", loc)
 	}
 	st := &ViewState{Location: loc, Metadata: md, JSON: raw}
-	c.cache.c.Add(loc, cached{view: st})
+	c.cache.add(loc, cached{view: st})
 	return st, nil
 }
 
 // remember caches metadata the catalog has just written.
-func (c *Catalog) remember(st *TableState) { c.cache.c.Add(st.Location, cached{table: st}) }
+func (c *Catalog) remember(st *TableState) { c.cache.add(st.Location, cached{table: st}) }
 
 func (c *Catalog) checkExists(ctx context.Context, loc string) error {
 	st, ok := c.io.(Stater)

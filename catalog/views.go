@@ -81,7 +81,7 @@ func (c *Catalog) writeView(ctx context.Context, loc, prev string, md view.Metad
 	if err := c.io.WriteFile(ctx, st.Location, raw); err != nil {
 		return nil, err
 	}
-	c.cache.c.Add(st.Location, cached{view: st})
+	c.cache.add(st.Location, cached{view: st})
 	return st, nil
 }
 

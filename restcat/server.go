@@ -116,7 +116,7 @@ func (h *Handler) table() []route {
 }
 
 func (h *Handler) routes() {
-	h.mux.Handle("GET /v1/config", h.wrap(route{fn: h.config}))
+	h.mux.Handle("GET /v1/config", h.wrap(route{method: "GET", path: "/v1/config", fn: h.config}))
 	if h.opts.TokenHandler != nil {
 		h.mux.Handle("POST /v1/oauth/tokens", h.opts.TokenHandler)
 	}
@@ -171,6 +171,11 @@ func (h *Handler) wrap(rt route) http.Handler {
 			}
 			claims, err := h.opts.Auth.Verify(ctx, tok)
 			if err != nil {
+				writeError(w, r, h.log, err)
+				return
+			}
+			// Scopes: catalog:read never changes anything (routes that mutate say so).
+			if err := claims.Permit(rt.mutates, r.Method+" "+rt.path); err != nil {
 				writeError(w, r, h.log, err)
 				return
 			}

@@ -46,25 +46,20 @@ type registerRequest struct {
 	Overwrite        bool   `json:"overwrite"`
 }
 
-// tableResult writes a LoadTableResult (or CommitTableResponse) body without
-// re-encoding the metadata, which is already compact JSON.
-func tableResult(st *catalog.TableState, metadata []byte, withConfig bool) []byte {
-	var b bytes.Buffer
-	b.Grow(len(metadata) + 128)
-	b.WriteString(`{"metadata-location":`)
-	if st.Location == "" {
-		b.WriteString("null")
-	} else {
+// tableResult returns a LoadTableResult (or CommitTableResponse) body in
+// parts around the metadata, which is already compact JSON: it is neither
+// re-encoded nor copied.
+func tableResult(st *catalog.TableState, metadata []byte, withConfig bool) [][]byte {
+	head := []byte(`{"metadata-location":null,"metadata":`)
+	if st.Location != "" {
 		loc, _ := json.Marshal(st.Location)
-		b.Write(loc)
+		head = append(append([]byte(`{"metadata-location":`), loc...), `,"metadata":`...)
 	}
-	b.WriteString(`,"metadata":`)
-	b.Write(metadata)
+	tail := []byte(`}`)
 	if withConfig {
-		b.WriteString(`,"config":{}`)
+		tail = []byte(`,"config":{}}`)
 	}
-	b.WriteByte('}')
-	return b.Bytes()
+	return [][]byte{head, metadata, tail}
 }
 
 // etag identifies one metadata version in one representation.
@@ -73,11 +68,20 @@ func etag(loc, mode string) string {
 	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
-func writeRaw(w http.ResponseWriter, status int, body []byte) {
+// writeRaw sends a JSON body given as consecutive parts.
+func writeRaw(w http.ResponseWriter, status int, parts [][]byte) {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Header().Set("Content-Length", strconv.Itoa(n))
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return
+		}
+	}
 }
 
 func (h *Handler) createTable(w http.ResponseWriter, r *http.Request) error {

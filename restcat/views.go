@@ -1,7 +1,6 @@
 package restcat
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 
@@ -31,15 +30,10 @@ type registerViewRequest struct {
 	MetadataLocation string `json:"metadata-location"`
 }
 
-func viewResult(st *catalog.ViewState) []byte {
-	var b bytes.Buffer
+func viewResult(st *catalog.ViewState) [][]byte {
 	loc, _ := json.Marshal(st.Location)
-	b.WriteString(`{"metadata-location":`)
-	b.Write(loc)
-	b.WriteString(`,"metadata":`)
-	b.Write(st.JSON)
-	b.WriteString(`,"config":{}}`)
-	return b.Bytes()
+	head := append(append([]byte(`{"metadata-location":`), loc...), `,"metadata":`...)
+	return [][]byte{head, st.JSON, []byte(`,"config":{}}`)}
 }
 
 func (h *Handler) createView(w http.ResponseWriter, r *http.Request) error {
