@@ -2,13 +2,10 @@ package auth
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -21,19 +18,43 @@ import (
 	"github.com/floe-lake/floe"
 )
 
-// ScopeCatalog is the default scope: the catalog, limited by grants.
-const ScopeCatalog = "catalog"
+// Leeway is the clock skew tolerated when checking exp, nbf and iat.
+const Leeway = 30 * time.Second
+
+// TokenEndpointPath is the path of the token endpoint under the issuer
+// URL; JWT assertions may name issuer+TokenEndpointPath as their audience.
+const TokenEndpointPath = "/v1/oauth/tokens"
+
+// DefaultTokenTTL is the lifetime of access tokens unless configured.
+const DefaultTokenTTL = 15 * time.Minute
 
 // Options configures a Service. Zero values mean defaults.
 type Options struct {
-	// Issuer is the iss claim of issued tokens (default "floe").
+	// Issuer is the iss claim of issued tokens and the OAuth issuer
+	// identifier: Floe's public base URL (default "floe"; see SetIssuer).
 	Issuer string
 	// TokenTTL is the lifetime of access tokens (default 15 minutes).
 	TokenTTL time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// Logger receives structured logs.
+	// Logger receives structured logs. Nothing secret is ever logged.
 	Logger *slog.Logger
+	// TrustedIssuers are external identity providers whose JWTs may be
+	// exchanged for Floe tokens.
+	TrustedIssuers []TrustedIssuer
+	// HTTPClient fetches the JWKS of trusted issuers (default: a client
+	// with a 10 s timeout).
+	HTTPClient *http.Client
+	// KeyRefresh is how often the signing keys are reloaded from the store,
+	// so that a key rotated on another node is picked up (default 1 minute).
+	KeyRefresh time.Duration
+	// SecretCacheTTL is how long a successful secret check is remembered
+	// (default 5 minutes; negative disables the cache). See secretCache.
+	SecretCacheTTL time.Duration
+	// SigningAlg is the algorithm of new signing keys: AlgES256 (default)
+	// or AlgRS256. Init rotates to a key of this algorithm if the current
+	// one differs; tokens signed with the old key keep verifying.
+	SigningAlg string
 }
 
 // Claims is what a verified access token says about its bearer.
@@ -55,24 +76,31 @@ type Token struct {
 	AccessToken string
 	ExpiresIn   int
 	Scope       string
+	TokenID     string
+	ExpiresAt   time.Time
 }
 
-// Service issues and verifies tokens for registered principals.
+// Service issues and verifies tokens for registered principals. It is safe
+// for concurrent use.
 type Service struct {
-	store  Store
-	issuer string
-	ttl    time.Duration
-	now    func() time.Time
-	log    *slog.Logger
+	store Store
+	ttl   time.Duration
+	alg   string
+	now   func() time.Time
+	log   *slog.Logger
 
-	mu   sync.RWMutex
-	keys map[string]*rsa.PrivateKey
-	kid  string // current signing key
+	issuerMu sync.RWMutex
+	issuer   string
+
+	keys keyring
 
 	// verified caches tokens whose signature and claims checked out, so that
 	// the RSA verification runs once per token, not once per request. The
-	// principal is still looked up on every request (disabling is immediate).
+	// revocation list and the principal are still read on every request, so
+	// revoking a token or disabling a client takes effect at once on every node.
 	verified *lru.Cache[string, tokenClaims]
+	secrets  *secretCache
+	external map[string]*externalIssuer
 }
 
 // New returns a Service; call Init before use.
@@ -81,7 +109,7 @@ func New(store Store, opts Options) *Service {
 		opts.Issuer = "floe"
 	}
 	if opts.TokenTTL <= 0 {
-		opts.TokenTTL = 15 * time.Minute
+		opts.TokenTTL = DefaultTokenTTL
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -89,55 +117,64 @@ func New(store Store, opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.KeyRefresh <= 0 {
+		opts.KeyRefresh = time.Minute
+	}
+	if opts.SecretCacheTTL == 0 {
+		opts.SecretCacheTTL = 5 * time.Minute
+	}
+	if opts.SigningAlg != AlgRS256 {
+		opts.SigningAlg = AlgES256
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
 	cache, _ := lru.New[string, tokenClaims](16384)
-	return &Service{store: store, issuer: opts.Issuer, ttl: opts.TokenTTL, now: opts.Now, log: opts.Logger,
-		keys: map[string]*rsa.PrivateKey{}, verified: cache}
+	s := &Service{store: store, issuer: strings.TrimSuffix(opts.Issuer, "/"), ttl: opts.TokenTTL, alg: opts.SigningAlg, now: opts.Now,
+		log: opts.Logger, verified: cache, secrets: newSecretCache(opts.SecretCacheTTL, opts.Now),
+		external: map[string]*externalIssuer{}}
+	s.keys = keyring{refresh: opts.KeyRefresh, keys: map[string]signer{}}
+	for _, ti := range opts.TrustedIssuers {
+		s.external[ti.Issuer] = newExternalIssuer(ti, opts.HTTPClient, opts.Now)
+	}
+	return s
 }
 
-// Init loads the signing keys, creating the first one if there is none.
+// Init loads the signing keys, creating one if there is none or if the
+// current one does not use the configured algorithm.
 func (s *Service) Init(ctx context.Context) error {
-	keys, err := s.store.SigningKeys(ctx)
-	if err != nil {
-		return fmt.Errorf("load signing keys: %w", err)
+	if err := s.reloadKeys(ctx); err != nil {
+		return err
 	}
-	if len(keys) == 0 {
-		k, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			return fmt.Errorf("generate signing key: %w", err)
-		}
-		der, err := x509.MarshalPKCS8PrivateKey(k)
-		if err != nil {
-			return fmt.Errorf("encode signing key: %w", err)
-		}
-		sk := SigningKey{KID: uuid.NewString(), PrivatePEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), CreatedAt: s.now().UTC()}
-		if err := s.store.AddSigningKey(ctx, sk); err != nil {
-			return fmt.Errorf("store signing key: %w", err)
-		}
-		if keys, err = s.store.SigningKeys(ctx); err != nil {
-			return fmt.Errorf("load signing keys: %w", err)
-		}
+	if k, kid := s.signingKey(); kid != "" && k.alg == s.alg {
+		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, k := range keys {
-		blk, _ := pem.Decode(k.PrivatePEM)
-		if blk == nil {
-			return fmt.Errorf("signing key %s: not PEM", k.KID)
-		}
-		pk, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
-		if err != nil {
-			return fmt.Errorf("signing key %s: %w", k.KID, err)
-		}
-		rk, ok := pk.(*rsa.PrivateKey)
-		if !ok {
-			return fmt.Errorf("signing key %s: not RSA", k.KID)
-		}
-		s.keys[k.KID] = rk
-		if i == 0 {
-			s.kid = k.KID
-		}
-	}
-	return nil
+	_, err := s.RotateKey(ctx)
+	return err
+}
+
+// Issuer returns the issuer identifier (the iss of issued tokens).
+func (s *Service) Issuer() string {
+	s.issuerMu.RLock()
+	defer s.issuerMu.RUnlock()
+	return s.issuer
+}
+
+// SetIssuer changes the issuer, for a server that learns its URL only when
+// it listens. Tokens issued before under another issuer stop verifying.
+func (s *Service) SetIssuer(iss string) {
+	s.issuerMu.Lock()
+	defer s.issuerMu.Unlock()
+	s.issuer = strings.TrimSuffix(iss, "/")
+}
+
+// TokenTTL returns the lifetime of issued tokens.
+func (s *Service) TokenTTL() time.Duration { return s.ttl }
+
+// audiences returns the aud values a JWT assertion may carry.
+func (s *Service) audiences() []string {
+	iss := s.Issuer()
+	return []string{iss, iss + TokenEndpointPath}
 }
 
 // CreatePrincipal registers a principal and returns its client id and the
@@ -156,6 +193,11 @@ func (s *Service) CreatePrincipal(ctx context.Context, name string, scopes []str
 	if len(scopes) == 0 {
 		scopes = []string{ScopeCatalog}
 	}
+	for _, sc := range scopes {
+		if !validScope(sc) {
+			return Principal{}, "", floe.E(floe.Invalid, "scope", "scope %q is not a valid OAuth scope token", sc)
+		}
+	}
 	h, err := HashSecret(secret)
 	if err != nil {
 		return Principal{}, "", err
@@ -168,49 +210,39 @@ func (s *Service) CreatePrincipal(ctx context.Context, name string, scopes []str
 	return p, secret, nil
 }
 
-// ErrInvalidClient is returned for an unknown client, a wrong secret or a disabled client.
+// ErrInvalidClient is returned for an unknown client, a wrong secret or a
+// disabled client; the wrapped error (for logs and audit) says which.
 var ErrInvalidClient = &floe.Error{Kind: floe.Unauthenticated, Entity: "client", Msg: "invalid client credentials"}
 
-// Authenticate checks a client id and secret.
+func invalidClient(reason string) error {
+	return &floe.Error{Kind: floe.Unauthenticated, Entity: "client", Msg: ErrInvalidClient.Msg, Err: errors.New(reason)}
+}
+
+// dummyHash is checked against for unknown clients so that they cost as
+// much time as known ones.
+const dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g"
+
+// Authenticate checks a client id and secret (client_secret_basic and
+// client_secret_post).
 func (s *Service) Authenticate(ctx context.Context, clientID, secret string) (Principal, error) {
 	p, err := s.store.PrincipalByClientID(ctx, clientID)
 	if err != nil {
 		if floe.KindOf(err) == floe.NotFound {
-			// Spend comparable time so that unknown ids cannot be told apart by timing.
-			CheckSecret("$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g", secret)
-			return Principal{}, ErrInvalidClient
+			CheckSecret(dummyHash, secret)
+			return Principal{}, invalidClient("unknown client id")
 		}
 		return Principal{}, err
 	}
-	if !CheckSecret(p.SecretHash, secret) || p.Disabled {
-		return Principal{}, ErrInvalidClient
+	if !s.secrets.check(clientID, secret, p.SecretHash) {
+		if !CheckSecret(p.SecretHash, secret) {
+			return Principal{}, invalidClient("wrong client secret")
+		}
+		s.secrets.add(clientID, secret, p.SecretHash)
+	}
+	if p.Disabled {
+		return Principal{}, invalidClient("client is disabled")
 	}
 	return p, nil
-}
-
-// NarrowScopes returns the requested scopes if the principal holds them all;
-// an empty request yields the principal's scopes. Unknown scopes are Forbidden.
-func NarrowScopes(p Principal, requested string) ([]string, error) {
-	req := strings.Fields(requested)
-	if len(req) == 0 {
-		return p.Scopes, nil
-	}
-	var out []string
-	for _, r := range req {
-		if slices.Contains(p.Scopes, r) {
-			out = append(out, r)
-			continue
-		}
-		// Iceberg clients send "catalog" or "PRINCIPAL_ROLE:ALL" by default: both mean
-		// "what I am allowed", so they map to the principal's own scopes.
-		if r == ScopeCatalog || r == "PRINCIPAL_ROLE:ALL" {
-			out = append(out, p.Scopes...)
-			continue
-		}
-		return nil, floe.E(floe.Forbidden, "scope", "scope %q is not granted to principal %q", r, p.Name)
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
 }
 
 type tokenClaims struct {
@@ -221,101 +253,175 @@ type tokenClaims struct {
 	Admin    bool   `json:"adm,omitempty"`
 }
 
-// Issue mints an access token for p with the given scopes.
-func (s *Service) Issue(p Principal, scopes []string) (Token, error) {
+// Issue mints an access token for p with the given scopes, signed with the
+// current signing key.
+func (s *Service) Issue(ctx context.Context, p Principal, scopes []string) (Token, error) {
+	if err := s.maybeReloadKeys(ctx); err != nil {
+		s.log.WarnContext(ctx, "auth: reloading signing keys failed; signing with the loaded ones", "err", err)
+	}
 	now := s.now()
 	exp := now.Add(s.ttl)
+	iss := s.Issuer()
 	c := tokenClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer: s.issuer, Subject: p.ID, Audience: jwt.ClaimStrings{s.issuer},
+			Issuer: iss, Subject: p.ID, Audience: jwt.ClaimStrings{iss},
 			IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
 			ID: uuid.NewString(),
 		},
 		ClientID: p.ClientID, Name: p.Name, Scope: strings.Join(scopes, " "), Admin: p.Admin,
 	}
-	s.mu.RLock()
-	key, kid := s.keys[s.kid], s.kid
-	s.mu.RUnlock()
-	if key == nil {
+	key, kid := s.signingKey()
+	if kid == "" {
 		return Token{}, errors.New("auth: service not initialised")
 	}
-	t := jwt.NewWithClaims(jwt.SigningMethodRS256, c)
+	t := jwt.NewWithClaims(key.method(), c)
 	t.Header["kid"] = kid
-	signed, err := t.SignedString(key)
+	signed, err := t.SignedString(key.priv)
 	if err != nil {
 		return Token{}, fmt.Errorf("sign token: %w", err)
 	}
-	return Token{AccessToken: signed, ExpiresIn: int(s.ttl / time.Second), Scope: c.Scope}, nil
+	return Token{AccessToken: signed, ExpiresIn: int(s.ttl / time.Second), Scope: c.Scope, TokenID: c.ID,
+		ExpiresAt: c.ExpiresAt.Time}, nil
 }
 
 // ErrInvalidToken is returned for a missing, malformed, expired or revoked token.
 var ErrInvalidToken = &floe.Error{Kind: floe.Unauthenticated, Entity: "token", Msg: "invalid or expired access token"}
 
-// Verify checks a token's signature, issuer, audience and lifetime, and that
-// its principal still exists and is enabled.
+func invalidToken(reason error) error {
+	return &floe.Error{Kind: floe.Unauthenticated, Entity: "token", Msg: ErrInvalidToken.Msg, Err: reason}
+}
+
+// Verify checks a token's signature, issuer, audience and lifetime, that it
+// was not revoked, and that its principal still exists and is enabled. The
+// signature check is cached per token; the revocation list and the
+// principal are read from the store on every call.
 func (s *Service) Verify(ctx context.Context, raw string) (Claims, error) {
-	c, ok := s.verified.Get(raw)
-	if ok && !s.now().Before(c.ExpiresAt.Add(30*time.Second)) {
-		s.verified.Remove(raw)
-		ok = false
+	c, err := s.verifiedClaims(ctx, raw)
+	if err != nil {
+		return Claims{}, err
 	}
-	if !ok {
-		var err error
-		if c, err = s.parse(raw); err != nil {
-			return Claims{}, err
-		}
-		s.verified.Add(raw, c)
-	}
-	p, err := s.store.PrincipalByClientID(ctx, c.ClientID)
+	p, revoked, err := s.store.TokenPrincipal(ctx, c.ClientID, c.ID)
 	if err != nil {
 		if floe.KindOf(err) == floe.NotFound {
-			return Claims{}, ErrInvalidToken
+			return Claims{}, invalidToken(errors.New("client no longer exists"))
 		}
 		return Claims{}, err
 	}
-	if p.Disabled || p.ID != c.Subject {
-		return Claims{}, ErrInvalidToken
+	if revoked {
+		return Claims{}, invalidToken(errors.New("token was revoked"))
+	}
+	if p.Disabled {
+		return Claims{}, invalidToken(errors.New("client is disabled"))
+	}
+	if p.ID != c.Subject {
+		return Claims{}, invalidToken(errors.New("client id now belongs to another principal"))
 	}
 	return Claims{PrincipalID: p.ID, Principal: p.Name, ClientID: p.ClientID, Admin: p.Admin,
 		Scopes: strings.Fields(c.Scope), ExpiresAt: c.ExpiresAt.Time, TokenID: c.ID}, nil
 }
 
-// parse checks a token's signature, algorithm, issuer, audience and lifetime.
-func (s *Service) parse(raw string) (tokenClaims, error) {
-	var c tokenClaims
-	_, err := jwt.ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
-		kid, _ := t.Header["kid"].(string)
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		k, ok := s.keys[kid]
-		if !ok {
-			return nil, errors.New("unknown key id")
-		}
-		return &k.PublicKey, nil
-	}, jwt.WithValidMethods([]string{"RS256"}), jwt.WithIssuer(s.issuer), jwt.WithAudience(s.issuer),
-		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithTimeFunc(s.now), jwt.WithLeeway(30*time.Second))
+// verifiedClaims returns the claims of a token whose signature and claims
+// check out, from the cache when it was checked before.
+func (s *Service) verifiedClaims(ctx context.Context, raw string) (tokenClaims, error) {
+	c, ok := s.verified.Get(raw)
+	if ok && (!s.now().Before(c.ExpiresAt.Add(Leeway)) || c.Issuer != s.Issuer()) {
+		s.verified.Remove(raw)
+		ok = false
+	}
+	if ok {
+		return c, nil
+	}
+	c, err := s.parse(ctx, raw, true)
 	if err != nil {
-		return tokenClaims{}, &floe.Error{Kind: floe.Unauthenticated, Entity: "token", Msg: ErrInvalidToken.Msg, Err: err}
+		return tokenClaims{}, err
+	}
+	s.verified.Add(raw, c)
+	return c, nil
+}
+
+// maxTokenBytes bounds the JWTs Floe parses.
+const maxTokenBytes = 16 << 10
+
+// parse checks a Floe token's signature and algorithm and, when validate is
+// set, its issuer, audience and lifetime.
+func (s *Service) parse(ctx context.Context, raw string, validate bool) (tokenClaims, error) {
+	if len(raw) > maxTokenBytes {
+		return tokenClaims{}, invalidToken(errors.New("token too large"))
+	}
+	var c tokenClaims
+	opts := []jwt.ParserOption{jwt.WithValidMethods([]string{AlgES256, AlgRS256})}
+	if validate {
+		iss := s.Issuer()
+		opts = append(opts, jwt.WithIssuer(iss), jwt.WithAudience(iss), jwt.WithExpirationRequired(), jwt.WithIssuedAt(),
+			jwt.WithTimeFunc(s.now), jwt.WithLeeway(Leeway))
+	} else {
+		opts = append(opts, jwt.WithoutClaimsValidation())
+	}
+	_, err := jwt.NewParser(opts...).ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
+		kid, _ := t.Header["kid"].(string)
+		k, alg := s.publicKey(ctx, kid)
+		if k == nil {
+			return nil, fmt.Errorf("unknown key id %q", kid)
+		}
+		if t.Method.Alg() != alg { // each key verifies only its own algorithm
+			return nil, fmt.Errorf("alg %s does not match key %q", t.Method.Alg(), kid)
+		}
+		return k, nil
+	})
+	if err != nil {
+		return tokenClaims{}, invalidToken(err)
+	}
+	if c.ID == "" || c.ClientID == "" {
+		return tokenClaims{}, invalidToken(errors.New("token has no jti or client_id"))
 	}
 	return c, nil
 }
 
 // Refresh exchanges a valid token for a fresh one with the same or narrower scopes.
 func (s *Service) Refresh(ctx context.Context, raw, scope string) (Token, error) {
-	c, err := s.Verify(ctx, raw)
+	sub, err := s.VerifyFloeToken(ctx, raw)
 	if err != nil {
 		return Token{}, err
 	}
-	p, err := s.store.PrincipalByClientID(ctx, c.ClientID)
+	scopes, err := NarrowScopes(sub.scoped(), scope)
 	if err != nil {
 		return Token{}, err
 	}
-	p.Scopes = c.Scopes
-	scopes, err := NarrowScopes(p, scope)
+	return s.Issue(ctx, sub.Principal, scopes)
+}
+
+// TokenInfo describes a Floe access token whose signature verified.
+type TokenInfo struct {
+	TokenID     string
+	ClientID    string
+	PrincipalID string
+	ExpiresAt   time.Time
+}
+
+// Inspect checks that raw was signed by one of Floe's keys and returns what
+// it says, whatever its issuer or lifetime (for revocation).
+func (s *Service) Inspect(ctx context.Context, raw string) (TokenInfo, error) {
+	c, err := s.parse(ctx, raw, false)
 	if err != nil {
-		return Token{}, err
+		return TokenInfo{}, err
 	}
-	return s.Issue(p, scopes)
+	if c.ExpiresAt == nil {
+		return TokenInfo{}, invalidToken(errors.New("token has no exp"))
+	}
+	return TokenInfo{TokenID: c.ID, ClientID: c.ClientID, PrincipalID: c.Subject, ExpiresAt: c.ExpiresAt.Time}, nil
+}
+
+// Revoke revokes the token t on every node sharing the store: Verify
+// refuses it from the next request on. An expired token needs no entry and
+// revoked is false.
+func (s *Service) Revoke(ctx context.Context, t TokenInfo) (revoked bool, err error) {
+	if !s.now().Before(t.ExpiresAt.Add(Leeway)) {
+		return false, nil
+	}
+	if err := s.store.RevokeToken(ctx, t.TokenID, t.ExpiresAt.Add(Leeway)); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 type claimsKey struct{}

@@ -24,8 +24,18 @@ type SigningKey struct {
 	CreatedAt  time.Time
 }
 
-// Store persists principals and signing keys. Errors are floe.Error values
-// (NotFound, AlreadyExists).
+// ClientKey is a public key a principal signs JWT assertions with (RFC 7523
+// private_key_jwt, and subject tokens of RFC 8693 token exchange).
+type ClientKey struct {
+	PrincipalID string
+	KID         string // RFC 7638 SHA-256 thumbprint, base64url
+	Alg         string // pinned signing algorithm: RS256 or ES256
+	PublicPEM   string // PKIX "PUBLIC KEY" PEM
+	CreatedAt   time.Time
+}
+
+// Store persists principals, keys, used assertion ids and revoked tokens.
+// Errors are floe.Error values (NotFound, AlreadyExists).
 type Store interface {
 	// CreatePrincipal adds p; AlreadyExists if its name or client id is taken.
 	CreatePrincipal(ctx context.Context, p Principal) error
@@ -41,4 +51,26 @@ type Store interface {
 	SigningKeys(ctx context.Context) ([]SigningKey, error)
 	// AddSigningKey stores a new signing key.
 	AddSigningKey(ctx context.Context, k SigningKey) error
+	// DeleteSigningKey removes a signing key; removing an absent one is not an error.
+	DeleteSigningKey(ctx context.Context, kid string) error
+
+	// AddClientKey registers a public key for a principal: NotFound if the
+	// principal does not exist, AlreadyExists if it has that kid already.
+	AddClientKey(ctx context.Context, k ClientKey) error
+	// ClientKeys returns a principal's keys, oldest first.
+	ClientKeys(ctx context.Context, principalID string) ([]ClientKey, error)
+	// DeleteClientKey removes a principal's key; NotFound if absent.
+	DeleteClientKey(ctx context.Context, principalID, kid string) error
+
+	// UseJTI records that the assertion id key was used, until expiresAt:
+	// AlreadyExists (entity "jti") if it was used before and has not expired.
+	UseJTI(ctx context.Context, key string, expiresAt time.Time) error
+	// RevokeToken records the access token id jti as revoked until expiresAt
+	// (when the token expires anyway). Revoking twice is not an error.
+	RevokeToken(ctx context.Context, jti string, expiresAt time.Time) error
+	// TokenRevoked reports whether the access token id jti was revoked.
+	TokenRevoked(ctx context.Context, jti string) (bool, error)
+	// TokenPrincipal is PrincipalByClientID and TokenRevoked(jti) in one
+	// read: what Verify needs on every request.
+	TokenPrincipal(ctx context.Context, clientID, jti string) (p Principal, revoked bool, err error)
 }

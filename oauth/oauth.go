@@ -1,36 +1,161 @@
-// Package oauth serves Floe's OAuth 2.0 token endpoint (RFC 6749 client
-// credentials, RFC 8693 token exchange for refresh) over the auth service,
-// answering errors in RFC 6749 §5.2 form.
+// Package oauth serves Floe's OAuth 2.0 endpoints over the auth service:
+//
+//   - POST /v1/oauth/tokens: the token endpoint. Grants: client_credentials
+//     (RFC 6749 §4.4), RFC 8693 token exchange (the subject token is a Floe
+//     token to refresh, a JWT assertion signed with a key registered for
+//     the client, or a JWT of a trusted identity provider) and the RFC 7523
+//     jwt-bearer grant. Clients authenticate with client_secret_basic,
+//     client_secret_post or private_key_jwt (RFC 7523 client_assertion).
+//   - POST /v1/oauth/revoke: RFC 7009 revocation of access tokens.
+//   - GET /.well-known/oauth-authorization-server (RFC 8414),
+//     /.well-known/openid-configuration and /.well-known/jwks.json.
+//
+// Errors are answered in RFC 6749 §5.2 form. Failed authentication attempts
+// are rate limited per client id and per client IP, and every token issued
+// or refused and every revocation is recorded in the audit log (never the
+// secret, the assertion or the token).
 package oauth
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 )
 
-// Grant and token type URNs.
+// Grant, token type and assertion type URNs.
 const (
 	GrantClientCredentials = "client_credentials"
 	GrantTokenExchange     = "urn:ietf:params:oauth:grant-type:token-exchange"
+	GrantJWTBearer         = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 	TokenTypeAccessToken   = "urn:ietf:params:oauth:token-type:access_token"
 	TokenTypeJWT           = "urn:ietf:params:oauth:token-type:jwt"
+	TokenTypeIDToken       = "urn:ietf:params:oauth:token-type:id_token"
+	ClientAssertionJWT     = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+)
+
+// Endpoint paths.
+const (
+	TokenPath     = auth.TokenEndpointPath
+	RevokePath    = "/v1/oauth/revoke"
+	MetadataPath  = "/.well-known/oauth-authorization-server"
+	OpenIDPath    = "/.well-known/openid-configuration"
+	JWKSPath      = "/.well-known/jwks.json"
+	wellKnownRoot = "/.well-known/"
 )
 
 // MaxFormBytes bounds a token request body.
 const MaxFormBytes = 64 << 10
 
-// Handler serves POST /v1/oauth/tokens.
-type Handler struct {
-	Auth   *auth.Service
+// Audit actions.
+const (
+	ActionToken  = "oauth.token"
+	ActionRevoke = "oauth.revoke"
+)
+
+// DefaultFailuresPerMinute is the default rate limit of failed
+// authentication attempts per client id and per client IP.
+const DefaultFailuresPerMinute = 10
+
+// Auditor records audit events; *audit.Log implements it.
+type Auditor interface {
+	Append(ctx context.Context, e audit.Event) (audit.Record, error)
+}
+
+// Options configures a Handler. Zero values mean defaults.
+type Options struct {
+	// Logger receives a line per refused request (never a secret or token).
 	Logger *slog.Logger
+	// Audit records every token issued or refused and every revocation;
+	// nil records nothing.
+	Audit Auditor
+	// Now is the clock of the rate limiter (default time.Now).
+	Now func() time.Time
+	// FailuresPerMinute is how many failed authentication attempts each
+	// client id and each client IP may make per minute (and in a burst)
+	// before further attempts are answered 429 (default
+	// DefaultFailuresPerMinute; negative disables the limit).
+	FailuresPerMinute int
+}
+
+// Handler serves the OAuth endpoints; mount it at /v1/oauth/ and /.well-known/.
+type Handler struct {
+	auth    *auth.Service
+	log     *slog.Logger
+	audit   Auditor
+	limiter *limiter
+	mux     *http.ServeMux
+}
+
+// New returns a Handler over svc.
+func New(svc *auth.Service, opts Options) *Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.FailuresPerMinute == 0 {
+		opts.FailuresPerMinute = DefaultFailuresPerMinute
+	}
+	h := &Handler{auth: svc, log: opts.Logger, audit: opts.Audit, limiter: newLimiter(opts.FailuresPerMinute, opts.Now),
+		mux: http.NewServeMux()}
+	h.mux.HandleFunc(TokenPath, h.serveToken)
+	h.mux.HandleFunc(RevokePath, h.serveRevoke)
+	h.mux.HandleFunc("GET "+MetadataPath, h.serveMetadata(false))
+	h.mux.HandleFunc("GET "+MetadataPath+"/", h.serveMetadata(false))
+	h.mux.HandleFunc("GET "+OpenIDPath, h.serveMetadata(true))
+	h.mux.HandleFunc("GET "+JWKSPath, h.serveJWKS)
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, oerr(http.StatusNotFound, "invalid_request", "no OAuth endpoint at "+quote(r.URL.Path)))
+	})
+	return h
+}
+
+// Routes reports whether path is served by the Handler: /v1/oauth/... and
+// /.well-known/....
+func Routes(path string) bool {
+	return strings.HasPrefix(path, "/v1/oauth/") || strings.HasPrefix(path, wellKnownRoot)
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rid := r.Header.Get("X-Request-Id")
+	if rid == "" || len(rid) > 128 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		rid = hex.EncodeToString(b[:])
+	}
+	w.Header().Set("X-Request-Id", rid)
+	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ridKey{}, rid)))
+}
+
+type ridKey struct{}
+
+func requestID(ctx context.Context) string {
+	s, _ := ctx.Value(ridKey{}).(string)
+	return s
+}
+
+// clientIP is the host part of the peer address. Forwarded headers are not
+// trusted: behind a proxy every request comes from the proxy's address.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // Response is a successful token response.
@@ -47,122 +172,55 @@ type Error struct {
 	Code        string `json:"error"`
 	Description string `json:"error_description,omitempty"`
 	status      int
+	// reason is the precise cause for logs and audit; it may say more than
+	// Description (e.g. unknown client vs wrong secret) but never a secret.
+	reason     string
+	retryAfter time.Duration
+	// limited marks a refusal by the rate limiter: it does not count as a
+	// further failure, and is audited only when quiet is not set.
+	limited, quiet bool
 }
 
+// Error implements error.
 func (e *Error) Error() string { return e.Code + ": " + e.Description }
 
 func oerr(status int, code, desc string) *Error {
 	return &Error{Code: code, Description: desc, status: status}
 }
 
-// ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	resp, basic, err := h.token(r)
-	if err != nil {
-		oe := toOAuthError(err)
-		if h.Logger != nil {
-			h.Logger.InfoContext(r.Context(), "token request refused", "error", oe.Code, "reason", oe.Description)
-		}
-		if oe.status == http.StatusUnauthorized && basic {
-			w.Header().Set("WWW-Authenticate", `Basic realm="floe"`)
-		}
-		writeJSON(w, oe.status, oe)
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
+// authFailure reports whether the error counts as a failed authentication
+// attempt for the rate limit.
+func (e *Error) authFailure() bool {
+	return !e.limited && (e.Code == "invalid_client" || e.Code == "invalid_grant")
 }
 
-func (h *Handler) token(r *http.Request) (Response, bool, error) {
-	if r.Method != http.MethodPost {
-		return Response{}, false, oerr(http.StatusBadRequest, "invalid_request", "the token endpoint accepts POST only")
-	}
-	form, err := ParseForm(r)
-	if err != nil {
-		return Response{}, false, err
-	}
-	clientID, secret, basic := r.BasicAuth()
-	if basic {
-		clientID, secret = unescapeBasic(clientID), unescapeBasic(secret)
-		if form.Get("client_id") != "" && form.Get("client_id") != clientID {
-			return Response{}, true, oerr(http.StatusBadRequest, "invalid_request", "client_id in the body differs from the Basic credentials")
-		}
-	} else {
-		clientID, secret = form.Get("client_id"), form.Get("client_secret")
-	}
-	ctx := r.Context()
-	switch gt := form.Get("grant_type"); gt {
-	case GrantClientCredentials:
-		if clientID == "" || secret == "" {
-			return Response{}, basic, oerr(http.StatusUnauthorized, "invalid_client", "client_id and client_secret are required")
-		}
-		p, err := h.Auth.Authenticate(ctx, clientID, secret)
-		if err != nil {
-			return Response{}, basic, err
-		}
-		scopes, err := auth.NarrowScopes(p, form.Get("scope"))
-		if err != nil {
-			return Response{}, basic, oerr(http.StatusBadRequest, "invalid_scope", floe.PublicMessage(err))
-		}
-		return h.issue(p, scopes)
-	case GrantTokenExchange:
-		return h.exchange(ctx, form, basic)
-	case "":
-		return Response{}, basic, oerr(http.StatusBadRequest, "invalid_request", "grant_type is required")
-	default:
-		return Response{}, basic, oerr(http.StatusBadRequest, "unsupported_grant_type", "grant_type "+quote(gt)+" is not supported")
-	}
-}
-
-func (h *Handler) issue(p auth.Principal, scopes []string) (Response, bool, error) {
-	t, err := h.Auth.Issue(p, scopes)
-	if err != nil {
-		return Response{}, false, err
-	}
-	return Response{AccessToken: t.AccessToken, TokenType: "bearer", ExpiresIn: t.ExpiresIn,
-		IssuedTokenType: TokenTypeAccessToken, Scope: t.Scope}, false, nil
-}
-
-// exchange implements refresh: an unexpired Floe access token is exchanged for a fresh one.
-func (h *Handler) exchange(ctx context.Context, form Form, basic bool) (Response, bool, error) {
-	st := form.Get("subject_token")
-	if st == "" || form.Get("subject_token_type") == "" {
-		return Response{}, basic, oerr(http.StatusBadRequest, "invalid_request", "subject_token and subject_token_type are required")
-	}
-	switch form.Get("subject_token_type") {
-	case TokenTypeAccessToken, TokenTypeJWT:
-	default:
-		return Response{}, basic, oerr(http.StatusBadRequest, "invalid_request", "subject_token_type "+quote(form.Get("subject_token_type"))+" is not supported")
-	}
-	t, err := h.Auth.Refresh(ctx, st, form.Get("scope"))
-	if err != nil {
-		if floe.KindOf(err) == floe.Unauthenticated {
-			return Response{}, basic, oerr(http.StatusBadRequest, "invalid_grant", "subject_token is invalid or expired")
-		}
-		if floe.KindOf(err) == floe.Forbidden {
-			return Response{}, basic, oerr(http.StatusBadRequest, "invalid_scope", floe.PublicMessage(err))
-		}
-		return Response{}, basic, err
-	}
-	return Response{AccessToken: t.AccessToken, TokenType: "bearer", ExpiresIn: t.ExpiresIn,
-		IssuedTokenType: TokenTypeAccessToken, Scope: t.Scope}, basic, nil
-}
-
-func toOAuthError(err error) *Error {
+// errIn maps an error from the auth service to an OAuth error. ctx says
+// what was being checked: an Unauthenticated error is invalid_client for
+// client authentication and invalid_grant for a grant.
+func errIn(err error, unauthCode string) *Error {
 	if oe, ok := err.(*Error); ok {
 		return oe
 	}
+	var e *Error
 	switch floe.KindOf(err) {
 	case floe.Unauthenticated:
-		return oerr(http.StatusUnauthorized, "invalid_client", floe.PublicMessage(err))
+		status := http.StatusBadRequest
+		if unauthCode == "invalid_client" {
+			status = http.StatusUnauthorized
+		}
+		e = oerr(status, unauthCode, floe.PublicMessage(err))
 	case floe.Invalid:
-		return oerr(http.StatusBadRequest, "invalid_request", floe.PublicMessage(err))
+		e = oerr(http.StatusBadRequest, "invalid_request", floe.PublicMessage(err))
 	case floe.Forbidden:
-		return oerr(http.StatusBadRequest, "unauthorized_client", floe.PublicMessage(err))
+		e = oerr(http.StatusBadRequest, "invalid_scope", floe.PublicMessage(err))
 	case floe.Unavailable:
-		return oerr(http.StatusServiceUnavailable, "temporarily_unavailable", floe.PublicMessage(err))
+		e = oerr(http.StatusServiceUnavailable, "temporarily_unavailable", floe.PublicMessage(err))
+		e.retryAfter = time.Second
 	default:
-		return oerr(http.StatusInternalServerError, "server_error", "internal error")
+		e = oerr(http.StatusInternalServerError, "server_error", "internal error")
 	}
+	e.reason = err.Error()
+	return e
 }
 
 // Form is a parsed application/x-www-form-urlencoded body.
@@ -173,6 +231,7 @@ func (f Form) Get(key string) string { return f[key] }
 
 // ParseForm reads a token request body: it must be form-encoded, at most
 // MaxFormBytes, and name each parameter at most once (RFC 6749 §3.2).
+// Parameters in the URL query are ignored.
 func ParseForm(r *http.Request) (Form, error) {
 	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || ct != "application/x-www-form-urlencoded" {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/oauth"
@@ -29,7 +30,11 @@ type App struct {
 	fs    *local.FS
 	cat   *catalog.Catalog
 	auth  *auth.Service
+	audit *audit.Log
+	oauth *oauth.Handler
 	rest  *restcat.Handler
+	// handler sends /v1/oauth/* and /.well-known/* to oauth, the rest to rest.
+	handler http.Handler
 
 	srv *http.Server
 	ln  net.Listener
@@ -82,17 +87,22 @@ func (a *App) init(ctx context.Context) error {
 		return fmt.Errorf("warehouse: %w", err)
 	}
 	a.cat = catalog.New(a.store, fs, catalog.Options{Logger: a.log})
-	a.auth = auth.New(a.store, auth.Options{TokenTTL: cfg.TokenTTL, Logger: a.log})
+	issuer := cfg.PublicURL
+	if issuer == "" {
+		issuer = "http://" + cfg.Listen // made exact in Start
+	}
+	a.auth = auth.New(a.store, auth.Options{Issuer: issuer, TokenTTL: cfg.TokenTTL, Logger: a.log, TrustedIssuers: cfg.TrustedIssuers})
 	if err := a.auth.Init(ctx); err != nil {
 		return err
 	}
+	a.audit = audit.New(a.store, audit.Options{Logger: a.log})
+	a.oauth = oauth.New(a.auth, oauth.Options{Logger: a.log, Audit: a.audit, FailuresPerMinute: cfg.AuthFailuresPerMinute})
 	if err := a.bootstrap(ctx); err != nil {
 		return err
 	}
 	opts := restcat.Options{
 		DefaultWarehouse: cfg.Warehouse,
 		Idempotency:      a.store,
-		TokenHandler:     &oauth.Handler{Auth: a.auth, Logger: a.log},
 		MaxBodyBytes:     cfg.MaxBodyBytes,
 		Logger:           a.log,
 	}
@@ -102,6 +112,13 @@ func (a *App) init(ctx context.Context) error {
 		opts.Auth = a.auth
 	}
 	a.rest = restcat.New(a.cat, opts)
+	a.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if oauth.Routes(r.URL.Path) {
+			a.oauth.ServeHTTP(w, r)
+			return
+		}
+		a.rest.ServeHTTP(w, r)
+	})
 	return nil
 }
 
@@ -127,8 +144,12 @@ func (a *App) bootstrap(ctx context.Context) error {
 	return nil
 }
 
-// Handler returns the HTTP handler of the REST catalog (including the token endpoint).
-func (a *App) Handler() http.Handler { return a.rest }
+// Handler returns the HTTP handler of the node: the REST catalog, the
+// OAuth endpoints under /v1/oauth/ and the metadata under /.well-known/.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// Audit returns the audit log.
+func (a *App) Audit() *audit.Log { return a.audit }
 
 // Auth returns the token service.
 func (a *App) Auth() *auth.Service { return a.auth }
@@ -149,8 +170,15 @@ func (a *App) Start() error {
 		return fmt.Errorf("listen %s: %w", a.cfg.Listen, err)
 	}
 	a.ln = ln
+	if a.cfg.PublicURL == "" {
+		a.auth.SetIssuer(a.URL())
+		if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+			a.log.Warn("listening on all interfaces without public_url: the OAuth issuer is " + a.URL() +
+				"; set public_url (FLOE_PUBLIC_URL) to the URL clients use")
+		}
+	}
 	a.srv = &http.Server{
-		Handler:           a.rest,
+		Handler:           a.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
@@ -177,7 +205,7 @@ func (a *App) AdminToken(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t, err := a.auth.Issue(p, p.Scopes)
+	t, err := a.auth.Issue(ctx, p, p.Scopes)
 	if err != nil {
 		return "", err
 	}

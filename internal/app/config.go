@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/floe-lake/floe/auth"
 )
 
 // Config is Floe's whole configuration. Values come from defaults, then an
@@ -29,8 +32,24 @@ type Config struct {
 	// WarehouseLocation is where table files live (env FLOE_WAREHOUSE_LOCATION,
 	// default file://<data_dir>/warehouse). Must be inside the local root for the embedded store.
 	WarehouseLocation string `yaml:"warehouse_location"`
-	// TokenTTL is the lifetime of access tokens (env FLOE_TOKEN_TTL, default 15m).
+	// TokenTTL is the lifetime of access tokens (env FLOE_TOKEN_TTL, default
+	// 15m, at most 24h).
 	TokenTTL time.Duration `yaml:"token_ttl"`
+	// PublicURL is the URL clients reach this server at, e.g.
+	// https://floe.example.com (env FLOE_PUBLIC_URL). It is the OAuth issuer:
+	// the iss of Floe's tokens and the base of the endpoints advertised at
+	// /.well-known/oauth-authorization-server. Nodes sharing a store must
+	// share it. Default http://<listen address>.
+	PublicURL string `yaml:"public_url"`
+	// TrustedIssuers are external identity providers whose JWTs can be
+	// exchanged for Floe tokens (YAML only): issuer, jwks_url, audience and
+	// principal_claim (the claim naming the Floe principal, default sub).
+	TrustedIssuers []auth.TrustedIssuer `yaml:"trusted_issuers"`
+	// AuthFailuresPerMinute is how many failed authentication attempts each
+	// client id and each client IP may make per minute at the token endpoint
+	// before being answered 429 (env FLOE_AUTH_FAILURES_PER_MINUTE, default
+	// 10; negative disables the limit).
+	AuthFailuresPerMinute int `yaml:"auth_failures_per_minute"`
 	// InsecureNoAuth turns authentication off. For throwaway local use only
 	// (env FLOE_INSECURE_NO_AUTH).
 	InsecureNoAuth bool `yaml:"insecure_no_auth"`
@@ -90,6 +109,14 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	str("FLOE_BOOTSTRAP_CREDENTIAL", &c.BootstrapCredential)
 	str("FLOE_LOG_LEVEL", &c.LogLevel)
 	str("FLOE_LOG_FORMAT", &c.LogFormat)
+	str("FLOE_PUBLIC_URL", &c.PublicURL)
+	if v := getenv("FLOE_AUTH_FAILURES_PER_MINUTE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("FLOE_AUTH_FAILURES_PER_MINUTE: %w", err)
+		}
+		c.AuthFailuresPerMinute = n
+	}
 	if v := getenv("FLOE_TOKEN_TTL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -136,6 +163,18 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("token_ttl %s: must be between 1m and 24h", c.TokenTTL)
 	case c.MaxBodyBytes < 1<<10:
 		return fmt.Errorf("max_body_bytes %d: must be at least 1024", c.MaxBodyBytes)
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("public_url %q: must be an http or https URL without query or fragment", c.PublicURL)
+		}
+		c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
+	}
+	for _, ti := range c.TrustedIssuers {
+		if err := ti.Validate(); err != nil {
+			return err
+		}
 	}
 	if c.BootstrapCredential != "" && !strings.Contains(c.BootstrapCredential, ":") {
 		return fmt.Errorf("FLOE_BOOTSTRAP_CREDENTIAL must be client_id:secret")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/internal/app"
 	"github.com/floe-lake/floe/internal/demo"
 )
@@ -97,6 +99,7 @@ credential once.`,
 	demoFlag := cmd.Flags().Bool("demo", false, "load the generated CRM demo dataset (env FLOE_DEMO)")
 	noAuth := cmd.Flags().Bool("insecure-no-auth", false, "DISABLE authentication (throwaway local use only; env FLOE_INSECURE_NO_AUTH)")
 	ttl := cmd.Flags().Duration("token-ttl", app.Defaults().TokenTTL, "access token lifetime (env FLOE_TOKEN_TTL)")
+	publicURL := cmd.Flags().String("public-url", "", "URL clients reach this server at; the OAuth issuer (env FLOE_PUBLIC_URL; default http://<listen>)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := load()
 		if err != nil {
@@ -114,6 +117,9 @@ credential once.`,
 		if cmd.Flags().Changed("token-ttl") {
 			cfg.TokenTTL = *ttl
 		}
+		if cmd.Flags().Changed("public-url") {
+			cfg.PublicURL = *publicURL
+		}
 		log, err := newLogger(cfg, stderr)
 		if err != nil {
 			return err
@@ -129,7 +135,7 @@ credential once.`,
 		}
 		c := a.Config()
 		fmt.Fprintf(stdout, "Floe is running.\n  Iceberg REST catalog: %s   (warehouse %q)\n  OAuth2 token URL:     %s/v1/oauth/tokens\n  Metadata store:       %s\n  Warehouse location:   %s\n",
-			a.URL(), c.Warehouse, a.URL(), redactDSN(c.Store), c.WarehouseLocation)
+			a.URL(), c.Warehouse, a.Auth().Issuer(), redactDSN(c.Store), c.WarehouseLocation)
 		if a.Bootstrap != nil {
 			fmt.Fprintf(stdout, "\nFirst admin credential (shown only once, stored hashed):\n  client_id:     %s\n  client_secret: %s\n  PyIceberg:     load_catalog(\"floe\", uri=%q, warehouse=%q, credential=%q)\n",
 				a.Bootstrap.ClientID, a.Bootstrap.Secret, a.URL(), c.Warehouse, a.Bootstrap.String())
@@ -237,5 +243,107 @@ func principalCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.C
 	}
 	cmd.AddCommand(create, list, setDisabled("disable", "Disable a principal: its tokens stop working at once", true),
 		setDisabled("enable", "Re-enable a disabled principal", false))
+	cmd.AddCommand(principalKeyCmds(stdout, open, getenv)...)
 	return cmd
+}
+
+// principalKeyCmds are the principal subcommands for JWT assertion keys
+// and token revocation.
+func principalKeyCmds(stdout io.Writer, open func(*cobra.Command, func() (app.Config, error)) (*app.App, error), getenv func(string) string) []*cobra.Command {
+	addKey := &cobra.Command{Use: "add-key NAME KEY.pem", Args: cobra.ExactArgs(2),
+		Short: "Register a public key (RSA >= 2048 bits or EC P-256, PEM) the principal signs JWT assertions with",
+		Long: `Register a public key for a principal. The principal can then sign RS256
+(RSA) or ES256 (EC P-256) JWT assertions with the private key and exchange
+them at the token endpoint (private_key_jwt, token exchange, jwt-bearer).
+The key id (kid) printed is the key's RFC 7638 SHA-256 thumbprint.
+
+  openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out key.pem
+  openssl pkey -in key.pem -pubout -out key.pub.pem
+  floe principal add-key etl key.pub.pem`}
+	aload := configFlags(addKey.Flags(), getenv)
+	addKey.RunE = func(c *cobra.Command, args []string) error {
+		pemBytes, err := os.ReadFile(args[1])
+		if err != nil {
+			return err
+		}
+		a, err := open(c, aload)
+		if err != nil {
+			return err
+		}
+		defer a.Close(context.Background())
+		k, err := a.Auth().AddClientKey(c.Context(), args[0], pemBytes)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "kid: %s\nalg: %s\n", k.KID, k.Alg)
+		return nil
+	}
+
+	keys := &cobra.Command{Use: "keys NAME", Short: "List the public keys registered for a principal", Args: cobra.ExactArgs(1)}
+	kload := configFlags(keys.Flags(), getenv)
+	keys.RunE = func(c *cobra.Command, args []string) error {
+		a, err := open(c, kload)
+		if err != nil {
+			return err
+		}
+		defer a.Close(context.Background())
+		ks, err := a.Auth().ClientKeys(c.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "KID\tALG\tADDED")
+		for _, k := range ks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", k.KID, k.Alg, k.CreatedAt.Format(time.RFC3339))
+		}
+		return tw.Flush()
+	}
+
+	removeKey := &cobra.Command{Use: "remove-key NAME KID", Short: "Remove a public key from a principal", Args: cobra.ExactArgs(2)}
+	rload := configFlags(removeKey.Flags(), getenv)
+	removeKey.RunE = func(c *cobra.Command, args []string) error {
+		a, err := open(c, rload)
+		if err != nil {
+			return err
+		}
+		defer a.Close(context.Background())
+		return a.Auth().RemoveClientKey(c.Context(), args[0], args[1])
+	}
+
+	revoke := &cobra.Command{Use: "revoke-token TOKEN", Args: cobra.ExactArgs(1),
+		Short: "Revoke a Floe access token on every node (TOKEN, or - to read it from standard input)"}
+	vload := configFlags(revoke.Flags(), getenv)
+	revoke.RunE = func(c *cobra.Command, args []string) error {
+		raw := args[0]
+		if raw == "-" {
+			b, err := io.ReadAll(io.LimitReader(c.InOrStdin(), 64<<10))
+			if err != nil {
+				return err
+			}
+			raw = strings.TrimSpace(string(b))
+		}
+		a, err := open(c, vload)
+		if err != nil {
+			return err
+		}
+		defer a.Close(context.Background())
+		info, err := a.Auth().Inspect(c.Context(), raw)
+		if err != nil {
+			return fmt.Errorf("not a token signed by this Floe: %w", err)
+		}
+		revoked, err := a.Auth().Revoke(c.Context(), info)
+		if err != nil {
+			return err
+		}
+		_, _ = a.Audit().Append(c.Context(), audit.Event{Principal: "(cli)", Action: "oauth.revoke", Resource: "token:" + info.TokenID,
+			Outcome: audit.OutcomeSuccess, Detail: map[string]any{"token_id": info.TokenID, "token_client_id": info.ClientID,
+				"revoked": revoked, "via": "cli"}})
+		if revoked {
+			fmt.Fprintf(stdout, "revoked token %s of client %s\n", info.TokenID, info.ClientID)
+		} else {
+			fmt.Fprintf(stdout, "token %s has expired already\n", info.TokenID)
+		}
+		return nil
+	}
+	return []*cobra.Command{addKey, keys, removeKey, revoke}
 }

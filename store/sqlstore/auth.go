@@ -92,10 +92,15 @@ func (s *Store) principal(ctx context.Context, column, value string) (auth.Princ
 }
 
 func scanPrincipal(scan func(...any) error) (auth.Principal, error) {
+	return scanPrincipalWith(scan)
+}
+
+// scanPrincipalWith scans the principal columns followed by extra columns.
+func scanPrincipalWith(scan func(...any) error, extra ...any) (auth.Principal, error) {
 	var p auth.Principal
 	var scopes string
 	var at dbTime
-	if err := scan(&p.ID, &p.Name, &p.ClientID, &p.SecretHash, &scopes, &p.Admin, &p.Disabled, &at); err != nil {
+	if err := scan(append([]any{&p.ID, &p.Name, &p.ClientID, &p.SecretHash, &scopes, &p.Admin, &p.Disabled, &at}, extra...)...); err != nil {
 		return auth.Principal{}, err
 	}
 	if err := json.Unmarshal([]byte(scopes), &p.Scopes); err != nil {

@@ -1,5 +1,5 @@
 // Package sqlstore is Floe's SQL metadata store: one database/sql
-// implementation of catalog.Store and auth.Store, plus the idempotency cache
+// implementation of catalog.Store, auth.Store and audit.Store, plus the idempotency cache
 // of the REST layer, with two dialects.
 //
 //   - SQLite (modernc.org/sqlite, pure Go) for a single node: a file path or a
@@ -40,6 +40,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/catalog"
 )
@@ -47,6 +48,7 @@ import (
 var (
 	_ catalog.Store = (*Store)(nil)
 	_ auth.Store    = (*Store)(nil)
+	_ audit.Store   = (*Store)(nil)
 )
 
 // DefaultIdempotencyLifetime is how long a cached idempotent response is kept
@@ -75,14 +77,18 @@ type Options struct {
 // Store is the SQL metadata store. It is safe for concurrent use.
 type Store struct {
 	d        *dialect
-	wdb      *sql.DB // write transactions (one connection on SQLite)
-	rdb      *sql.DB // reads; the same pool as wdb except on file-backed SQLite
+	wdb      *sql.DB    // write transactions (one connection on SQLite)
+	rdb      *sql.DB    // reads; the same pool as wdb except on file-backed SQLite
+	rcache   *stmtCache // prepared read statements on SQLite
 	log      *slog.Logger
 	now      func() time.Time
 	lifetime time.Duration
 	// lastSweep is the time (Unix nanoseconds of now()) of the last removal
 	// of expired idempotency rows.
 	lastSweep atomic.Int64
+	// lastJTISweep and lastRevokedSweep are the times of the last removal of
+	// expired used_jtis and revoked_tokens rows.
+	lastJTISweep, lastRevokedSweep atomic.Int64
 }
 
 // Open connects to the database named by dsn, applies pending migrations and
@@ -104,6 +110,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	s := &Store{log: opts.Logger, now: opts.Now, lifetime: opts.IdempotencyLifetime}
 	s.lastSweep.Store(opts.Now().UnixNano())
+	s.lastJTISweep.Store(opts.Now().UnixNano())
+	s.lastRevokedSweep.Store(opts.Now().UnixNano())
 	var err error
 	if isPostgresDSN(dsn) {
 		err = s.openPostgres(dsn, opts)
@@ -172,15 +180,19 @@ func (s *Store) openSQLite(dsn string, opts Options) error {
 	}
 	n := opts.MaxOpenConns
 	if n <= 0 {
-		n = max(4, runtime.GOMAXPROCS(0))
+		n = max(32, 8*runtime.GOMAXPROCS(0))
 	}
 	s.rdb.SetMaxOpenConns(n)
 	s.rdb.SetMaxIdleConns(n)
+	s.rcache = &stmtCache{db: s.rdb}
 	return nil
 }
 
 // Close closes the database connections.
 func (s *Store) Close() error {
+	if s.rcache != nil {
+		s.rcache.close()
+	}
 	err := s.wdb.Close()
 	if s.rdb != s.wdb {
 		err = errors.Join(err, s.rdb.Close())
@@ -238,7 +250,12 @@ func (c conn) exists(ctx context.Context, query string, args ...any) (bool, erro
 }
 
 // read returns a conn on the read pool.
-func (s *Store) read() conn { return conn{q: s.rdb, d: s.d} }
+func (s *Store) read() conn {
+	if s.rcache != nil {
+		return conn{q: s.rcache, d: s.d}
+	}
+	return conn{q: s.rdb, d: s.d}
+}
 
 // write runs fn in a write transaction, committing if fn returns nil. A
 // transaction aborted by a serialization failure or deadlock is run again,

@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite of Floe's metadata store: every
-// method of catalog.Store and auth.Store and the idempotency cache, their
+// method of catalog.Store, auth.Store and audit.Store and the idempotency cache, their
 // error kinds and messages, pagination, compare-and-swap under concurrency
 // and multi-swap atomicity. Run it against each backend:
 //
@@ -53,6 +53,11 @@ func Run(t *testing.T, open Opener) {
 		{"RenameEntity", testRenameEntity},
 		{"Principals", testPrincipals},
 		{"SigningKeys", testSigningKeys},
+		{"DeleteSigningKey", testDeleteSigningKey},
+		{"ClientKeys", testClientKeys},
+		{"UseJTI", testUseJTI},
+		{"RevokedTokens", testRevokedTokens},
+		{"Audit", testAudit},
 		{"Idempotency", testIdempotency},
 		{"IdempotencyExpiry", testIdempotencyExpiry},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},

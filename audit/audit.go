@@ -1,0 +1,218 @@
+// Package audit keeps Floe's append-only, hash-chained audit log. Every
+// record carries the SHA-256 of the previous record's hash and its own
+// canonical encoding, so that changing or deleting any stored record (the
+// newest ones included: the store keeps the head of the chain apart) makes
+// Verify fail.
+//
+// The log is general: an Event names who (principal, client address), what
+// (action, resource), the outcome and free-form detail. Callers must never
+// put secrets, tokens or keys into an event.
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Outcomes of an audited action.
+const (
+	OutcomeSuccess = "success"
+	OutcomeFailure = "failure"
+)
+
+// Event is what a caller records.
+type Event struct {
+	// Time is when it happened; zero means now.
+	Time       time.Time
+	RequestID  string
+	Principal  string // principal name, "" when unknown
+	ClientAddr string // the caller's network address
+	Action     string // e.g. "oauth.token.issue"
+	Resource   string // what the action was on, e.g. "principal:etl"
+	Outcome    string // OutcomeSuccess, OutcomeFailure, ...
+	// Detail is encoded as a canonical JSON object (keys sorted).
+	Detail map[string]any
+}
+
+// Record is a stored event with its place in the chain.
+type Record struct {
+	Seq        int64
+	Time       time.Time // UTC, microsecond precision
+	RequestID  string
+	Principal  string
+	ClientAddr string
+	Action     string
+	Resource   string
+	Outcome    string
+	Detail     []byte // canonical JSON object, hashed byte for byte
+	PrevHash   string // hex; "" for the first record
+	Hash       string // hex sha256(PrevHash bytes || canonical record)
+}
+
+// Store persists records. Implementations must serialize appends, also
+// across processes sharing the store.
+type Store interface {
+	// AppendAudit reads the seq and hash of the last record (0 and "" for an
+	// empty log), calls seal with them and stores the record seal returns,
+	// together with the new head, in one transaction. seal may be called
+	// more than once if the transaction is retried.
+	AppendAudit(ctx context.Context, seal func(prevSeq int64, prevHash string) (Record, error)) (Record, error)
+	// AuditRecords returns up to limit records with Seq > after, in Seq order.
+	AuditRecords(ctx context.Context, after int64, limit int) ([]Record, error)
+	// AuditHead returns the seq and hash of the last appended record as
+	// kept in the head (0 and "" for an empty log).
+	AuditHead(ctx context.Context) (seq int64, hash string, err error)
+}
+
+// Options configures a Log. Zero values mean defaults.
+type Options struct {
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger receives a line for every failed append.
+	Logger *slog.Logger
+}
+
+// Log appends to and verifies the chain in a Store.
+type Log struct {
+	store Store
+	now   func() time.Time
+	log   *slog.Logger
+}
+
+// New returns a Log over store.
+func New(store Store, opts Options) *Log {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Log{store: store, now: opts.Now, log: opts.Logger}
+}
+
+// Append records e at the end of the chain and returns the stored record.
+func (l *Log) Append(ctx context.Context, e Event) (Record, error) {
+	t := e.Time
+	if t.IsZero() {
+		t = l.now()
+	}
+	detail := []byte("{}")
+	if len(e.Detail) > 0 {
+		b, err := json.Marshal(e.Detail) // map keys are sorted: canonical
+		if err != nil {
+			return Record{}, fmt.Errorf("audit: encode detail of %s: %w", e.Action, err)
+		}
+		detail = b
+	}
+	r := Record{Time: t.UTC().Truncate(time.Microsecond), RequestID: e.RequestID, Principal: e.Principal,
+		ClientAddr: e.ClientAddr, Action: e.Action, Resource: e.Resource, Outcome: e.Outcome, Detail: detail}
+	out, err := l.store.AppendAudit(ctx, func(prevSeq int64, prevHash string) (Record, error) {
+		r.Seq, r.PrevHash = prevSeq+1, prevHash
+		h, err := hashRecord(r)
+		if err != nil {
+			return Record{}, err
+		}
+		r.Hash = h
+		return r, nil
+	})
+	if err != nil {
+		l.log.ErrorContext(ctx, "audit: append failed", "action", e.Action, "request_id", e.RequestID, "err", err)
+		return Record{}, fmt.Errorf("audit: append %s: %w", e.Action, err)
+	}
+	return out, nil
+}
+
+// ErrTampered is wrapped by the errors Verify returns for a broken chain.
+var ErrTampered = errors.New("audit log tampered")
+
+// verifyPage is how many records Verify reads at a time.
+const verifyPage = 1000
+
+// Verify walks the whole chain and reports the first record that was
+// modified, deleted or inserted out of order, wrapping ErrTampered.
+func (l *Log) Verify(ctx context.Context) error {
+	var seq int64
+	prev := ""
+	for {
+		rs, err := l.store.AuditRecords(ctx, seq, verifyPage)
+		if err != nil {
+			return fmt.Errorf("audit: verify: %w", err)
+		}
+		for _, r := range rs {
+			switch {
+			case r.Seq != seq+1:
+				return fmt.Errorf("%w: record %d is missing (next is %d)", ErrTampered, seq+1, r.Seq)
+			case r.PrevHash != prev:
+				return fmt.Errorf("%w: record %d does not link to record %d", ErrTampered, r.Seq, seq)
+			}
+			h, err := hashRecord(r)
+			if err != nil {
+				return fmt.Errorf("%w: record %d: %w", ErrTampered, r.Seq, err)
+			}
+			if h != r.Hash {
+				return fmt.Errorf("%w: record %d was modified", ErrTampered, r.Seq)
+			}
+			seq, prev = r.Seq, r.Hash
+		}
+		if len(rs) < verifyPage {
+			break
+		}
+	}
+	hs, hh, err := l.store.AuditHead(ctx)
+	if err != nil {
+		return fmt.Errorf("audit: verify: %w", err)
+	}
+	if hs != seq || hh != prev {
+		return fmt.Errorf("%w: the log ends at record %d but %d records were appended", ErrTampered, seq, hs)
+	}
+	return nil
+}
+
+// canonical is the hashed form of a record's fields: fixed field order and
+// fixed-width UTC time. The detail bytes follow it exactly as stored.
+type canonical struct {
+	Seq        int64  `json:"seq"`
+	Time       string `json:"time"`
+	RequestID  string `json:"request_id"`
+	Principal  string `json:"principal"`
+	ClientAddr string `json:"client_addr"`
+	Action     string `json:"action"`
+	Resource   string `json:"resource"`
+	Outcome    string `json:"outcome"`
+}
+
+// timeLayout renders record times with a fixed width.
+const timeLayout = "2006-01-02T15:04:05.000000Z"
+
+// hashRecord returns hex(sha256(prev hash bytes || canonical JSON of r's
+// fields, newline-terminated || detail bytes)): the JSON line is self-delimiting, so
+// the concatenation is unambiguous, and the detail is hashed byte for byte.
+func hashRecord(r Record) (string, error) {
+	prev, err := hex.DecodeString(r.PrevHash)
+	if err != nil {
+		return "", fmt.Errorf("previous hash is not hex: %w", err)
+	}
+	if !json.Valid(r.Detail) || !bytes.HasPrefix(bytes.TrimSpace(r.Detail), []byte("{")) {
+		return "", errors.New("detail is not a JSON object")
+	}
+	c := canonical{Seq: r.Seq, Time: r.Time.UTC().Format(timeLayout), RequestID: r.RequestID, Principal: r.Principal,
+		ClientAddr: r.ClientAddr, Action: r.Action, Resource: r.Resource, Outcome: r.Outcome}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(c); err != nil {
+		return "", fmt.Errorf("encode record: %w", err)
+	}
+	h := sha256.New()
+	h.Write(prev)
+	h.Write(buf.Bytes()) // ends with the encoder's newline
+	h.Write(r.Detail)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

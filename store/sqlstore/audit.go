@@ -1,0 +1,84 @@
+package sqlstore
+
+import (
+	"context"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/audit"
+)
+
+const auditColumns = "seq, time, request_id, principal, client_addr, action, resource, outcome, detail, prev_hash, hash"
+
+// AppendAudit appends the record seal returns to the audit log. The head row
+// is read with a row lock (on SQLite the single writer serializes), so
+// appends from any number of nodes form one chain. seal may run more than
+// once if the transaction is retried.
+func (s *Store) AppendAudit(ctx context.Context, seal func(prevSeq int64, prevHash string) (audit.Record, error)) (audit.Record, error) {
+	var out audit.Record
+	err := s.write(ctx, "append audit event", func(c conn) error {
+		var seq int64
+		var hash string
+		if err := c.queryRow(ctx, "SELECT seq, hash FROM audit_head WHERE id = 1"+s.d.forUpdate).Scan(&seq, &hash); err != nil {
+			return err
+		}
+		r, err := seal(seq, hash)
+		if err != nil {
+			return floe.Wrap(floe.Internal, err, "seal audit record")
+		}
+		if r.Seq != seq+1 || r.PrevHash != hash || r.Hash == "" {
+			return floe.E(floe.Internal, "audit", "sealed record %d does not follow record %d", r.Seq, seq)
+		}
+		if _, err := c.exec(ctx, "INSERT INTO audit_events ("+auditColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			r.Seq, s.d.timeArg(r.Time), r.RequestID, r.Principal, r.ClientAddr, r.Action, r.Resource, r.Outcome,
+			string(r.Detail), r.PrevHash, r.Hash); err != nil {
+			return err
+		}
+		if _, err := c.exec(ctx, "UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1", r.Seq, r.Hash); err != nil {
+			return err
+		}
+		out = r
+		return nil
+	})
+	if err != nil {
+		return audit.Record{}, err
+	}
+	return out, nil
+}
+
+// AuditRecords returns up to limit records with Seq > after, in Seq order.
+func (s *Store) AuditRecords(ctx context.Context, after int64, limit int) ([]audit.Record, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, err := s.read().query(ctx, "SELECT "+auditColumns+" FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?", after, limit)
+	if err != nil {
+		return nil, s.fail("audit records", err)
+	}
+	defer rows.Close()
+	out := []audit.Record{}
+	for rows.Next() {
+		var r audit.Record
+		var at dbTime
+		var detail string
+		if err := rows.Scan(&r.Seq, &at, &r.RequestID, &r.Principal, &r.ClientAddr, &r.Action, &r.Resource, &r.Outcome,
+			&detail, &r.PrevHash, &r.Hash); err != nil {
+			return nil, s.fail("audit records", err)
+		}
+		r.Time, r.Detail = at.t, []byte(detail)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("audit records", err)
+	}
+	return out, nil
+}
+
+// AuditHead returns the seq and hash of the last appended record.
+func (s *Store) AuditHead(ctx context.Context) (int64, string, error) {
+	var seq int64
+	var hash string
+	if err := s.read().queryRow(ctx, "SELECT seq, hash FROM audit_head WHERE id = 1").Scan(&seq, &hash); err != nil {
+		return 0, "", s.fail("audit head", err)
+	}
+	return seq, hash, nil
+}
