@@ -11,8 +11,9 @@ import (
 	"github.com/floe-lake/floe/internal/testkit"
 )
 
-// nodes starts n Floe nodes sharing one fresh PostgreSQL schema and one
-// warehouse directory.
+// nodes starts n Floe nodes sharing one fresh PostgreSQL schema, one
+// warehouse directory and one public URL (the token issuer), as nodes behind
+// one load balancer do.
 func nodes(t *testing.T, n int) []*testkit.Floe {
 	dsn := pgtest.Fresh(t, pgtest.ServerDSN(t))
 	shared := t.TempDir()
@@ -21,6 +22,7 @@ func nodes(t *testing.T, n int) []*testkit.Floe {
 		out = append(out, testkit.Start(t, func(c *app.Config) {
 			c.Store = dsn
 			c.DataDir = shared
+			c.PublicURL = "http://floe.multinode.test"
 		}))
 	}
 	return out
