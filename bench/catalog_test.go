@@ -148,7 +148,7 @@ func BenchmarkLoadTable(b *testing.B) {
 func BenchmarkLoadTableTwoNodes(b *testing.B) {
 	dsn := pgtest.Fresh(b, pgtest.ServerDSN(b))
 	shared := b.TempDir()
-	opt := func(c *app.Config) { c.Store, c.DataDir = dsn, shared }
+	opt := func(c *app.Config) { c.Store, c.DataDir, c.PublicURL = dsn, shared, "http://floe.bench.test" }
 	n1, n2 := testkit.Start(b, opt), testkit.Start(b, opt)
 	c := client(64)
 	tok := n1.Token(b)
