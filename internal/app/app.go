@@ -16,6 +16,7 @@ import (
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/maint"
 	"github.com/floe-lake/floe/oauth"
 	"github.com/floe-lake/floe/objstore/local"
 	"github.com/floe-lake/floe/restcat"
@@ -33,6 +34,7 @@ type App struct {
 	audit *audit.Log
 	oauth *oauth.Handler
 	rest  *restcat.Handler
+	maint *maint.Scheduler // nil when maintenance is off
 	// handler sends /v1/oauth/* and /.well-known/* to oauth, the rest to rest.
 	handler http.Handler
 
@@ -112,6 +114,18 @@ func (a *App) init(ctx context.Context) error {
 		opts.Auth = a.auth
 	}
 	a.rest = restcat.New(a.cat, opts)
+	if cfg.Maintenance {
+		expire := maint.NewExpireSnapshots(a.cat, maint.ExpireOptions{
+			Retention: maint.Retention{MaxAge: cfg.SnapshotRetention, MinKeep: maint.DefaultMinSnapshotsToKeep},
+			Logger:    a.log,
+		})
+		a.maint, err = maint.New(a.store, []maint.Job{expire}, maint.Options{
+			Interval: cfg.MaintenanceInterval, LeaseTTL: cfg.MaintenanceLeaseTTL, Hook: cfg.MaintenanceHook, Logger: a.log,
+		})
+		if err != nil {
+			return fmt.Errorf("maintenance: %w", err)
+		}
+	}
 	a.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if oauth.Routes(r.URL.Path) {
 			a.oauth.ServeHTTP(w, r)
@@ -157,6 +171,9 @@ func (a *App) Auth() *auth.Service { return a.auth }
 // Catalog returns the catalog service.
 func (a *App) Catalog() *catalog.Catalog { return a.cat }
 
+// Maintenance returns the maintenance scheduler, or nil when maintenance is off.
+func (a *App) Maintenance() *maint.Scheduler { return a.maint }
+
 // Store returns the metadata store.
 func (a *App) Store() *sqlstore.Store { return a.store }
 
@@ -188,6 +205,9 @@ func (a *App) Start() error {
 			a.log.Error("catalog server stopped", "err", err)
 		}
 	}()
+	if a.maint != nil {
+		a.maint.Start(context.Background())
+	}
 	return nil
 }
 
@@ -212,9 +232,13 @@ func (a *App) AdminToken(ctx context.Context) (string, error) {
 	return t.AccessToken, nil
 }
 
-// Close stops serving and closes the store.
+// Close stops maintenance (cancelling running jobs, whose leases it
+// releases), stops serving and closes the store.
 func (a *App) Close(ctx context.Context) error {
 	var errs []error
+	if a.maint != nil {
+		errs = append(errs, a.maint.Close())
+	}
 	if a.srv != nil {
 		errs = append(errs, a.srv.Shutdown(ctx))
 	}

@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/maint"
 )
 
 // Config is Floe's whole configuration. Values come from defaults, then an
@@ -65,6 +66,25 @@ type Config struct {
 	LogLevel string `yaml:"log_level"`
 	// LogFormat is text or json (env FLOE_LOG_FORMAT, default text).
 	LogFormat string `yaml:"log_format"`
+	// Maintenance runs table maintenance (snapshot expiry) in the background
+	// (env FLOE_MAINTENANCE, default true). Nodes sharing a store share the
+	// work: each job runs once per table per interval, on one node.
+	Maintenance bool `yaml:"maintenance"`
+	// MaintenanceInterval is the maintenance schedule tick (env
+	// FLOE_MAINTENANCE_INTERVAL, default 1m). Nodes sharing a store must use
+	// the same interval.
+	MaintenanceInterval time.Duration `yaml:"maintenance_interval"`
+	// MaintenanceLeaseTTL is how long a maintenance job's lease outlives its
+	// node: after a crash, another node resumes the job once it expires (env
+	// FLOE_MAINTENANCE_LEASE_TTL, default half the interval, at most 30s).
+	MaintenanceLeaseTTL time.Duration `yaml:"maintenance_lease_ttl"`
+	// SnapshotRetention is how old a snapshot may grow before maintenance
+	// expires it, unless a table sets history.expire.max-snapshot-age-ms
+	// (env FLOE_SNAPSHOT_RETENTION, default 120h).
+	SnapshotRetention time.Duration `yaml:"snapshot_retention"`
+	// MaintenanceHook, if set, runs before each maintenance job (tests use it
+	// to observe or stall runs; not settable from YAML, env or flags).
+	MaintenanceHook maint.Hook `yaml:"-"`
 }
 
 // Defaults returns the embedded-default configuration.
@@ -77,6 +97,10 @@ func Defaults() Config {
 		MaxBodyBytes: 16 << 20,
 		LogLevel:     "info",
 		LogFormat:    "text",
+
+		Maintenance:         true,
+		MaintenanceInterval: maint.DefaultInterval,
+		SnapshotRetention:   maint.DefaultMaxSnapshotAge,
 	}
 }
 
@@ -124,7 +148,17 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		}
 		c.TokenTTL = d
 	}
-	for name, dst := range map[string]*bool{"FLOE_INSECURE_NO_AUTH": &c.InsecureNoAuth, "FLOE_DEMO": &c.Demo} {
+	for name, dst := range map[string]*time.Duration{"FLOE_MAINTENANCE_INTERVAL": &c.MaintenanceInterval,
+		"FLOE_MAINTENANCE_LEASE_TTL": &c.MaintenanceLeaseTTL, "FLOE_SNAPSHOT_RETENTION": &c.SnapshotRetention} {
+		if v := getenv(name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			*dst = d
+		}
+	}
+	for name, dst := range map[string]*bool{"FLOE_INSECURE_NO_AUTH": &c.InsecureNoAuth, "FLOE_DEMO": &c.Demo, "FLOE_MAINTENANCE": &c.Maintenance} {
 		if v := getenv(name); v != "" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -163,6 +197,12 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("token_ttl %s: must be between 1m and 24h", c.TokenTTL)
 	case c.MaxBodyBytes < 1<<10:
 		return fmt.Errorf("max_body_bytes %d: must be at least 1024", c.MaxBodyBytes)
+	case c.MaintenanceInterval < 10*time.Millisecond:
+		return fmt.Errorf("maintenance_interval %s: must be at least 10ms", c.MaintenanceInterval)
+	case c.MaintenanceLeaseTTL < 0:
+		return fmt.Errorf("maintenance_lease_ttl %s: must not be negative", c.MaintenanceLeaseTTL)
+	case c.SnapshotRetention <= 0:
+		return fmt.Errorf("snapshot_retention %s: must be positive", c.SnapshotRetention)
 	}
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)

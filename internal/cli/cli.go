@@ -99,6 +99,9 @@ credential once.`,
 	demoFlag := cmd.Flags().Bool("demo", false, "load the generated CRM demo dataset (env FLOE_DEMO)")
 	noAuth := cmd.Flags().Bool("insecure-no-auth", false, "DISABLE authentication (throwaway local use only; env FLOE_INSECURE_NO_AUTH)")
 	ttl := cmd.Flags().Duration("token-ttl", app.Defaults().TokenTTL, "access token lifetime (env FLOE_TOKEN_TTL)")
+	maintOn := cmd.Flags().Bool("maintenance", app.Defaults().Maintenance, "run table maintenance (snapshot expiry) in the background (env FLOE_MAINTENANCE)")
+	maintEvery := cmd.Flags().Duration("maintenance-interval", app.Defaults().MaintenanceInterval, "maintenance schedule tick (env FLOE_MAINTENANCE_INTERVAL)")
+	retention := cmd.Flags().Duration("snapshot-retention", app.Defaults().SnapshotRetention, "expire snapshots older than this unless a table property says otherwise (env FLOE_SNAPSHOT_RETENTION)")
 	publicURL := cmd.Flags().String("public-url", "", "URL clients reach this server at; the OAuth issuer (env FLOE_PUBLIC_URL; default http://<listen>)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := load()
@@ -116,6 +119,15 @@ credential once.`,
 		}
 		if cmd.Flags().Changed("token-ttl") {
 			cfg.TokenTTL = *ttl
+		}
+		if cmd.Flags().Changed("maintenance") {
+			cfg.Maintenance = *maintOn
+		}
+		if cmd.Flags().Changed("maintenance-interval") {
+			cfg.MaintenanceInterval = *maintEvery
+		}
+		if cmd.Flags().Changed("snapshot-retention") {
+			cfg.SnapshotRetention = *retention
 		}
 		if cmd.Flags().Changed("public-url") {
 			cfg.PublicURL = *publicURL

@@ -61,6 +61,7 @@ func Run(t *testing.T, open Opener) {
 		{"Idempotency", testIdempotency},
 		{"IdempotencyExpiry", testIdempotencyExpiry},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
+		{"Leases", testLeases},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
