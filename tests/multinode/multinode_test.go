@@ -3,6 +3,8 @@
 package multinode
 
 import (
+	"net/http"
+	"net/url"
 	"sync"
 	"testing"
 
@@ -92,9 +94,10 @@ func TestNodes_OneCatalog(t *testing.T) {
 	t.Logf("%d writers on %d nodes: %d applied, %d rejected", writers, len(ns), len(applied), writers*commits-len(applied))
 }
 
-// TestNodes_TokensAndDisable: a token minted on node A works on node B; once
-// the principal is disabled through node A's store, node B refuses the token
-// on the very next request.
+// TestNodes_TokensAndDisable: a token minted on node A works on node B; a
+// token revoked at node A's revocation endpoint, and every token of a
+// principal disabled through node A's store, is refused by node B on the very
+// next request.
 func TestNodes_TokensAndDisable(t *testing.T) {
 	ns := nodes(t, 2)
 	a, b := ns[0], ns[1]
@@ -105,6 +108,26 @@ func TestNodes_TokensAndDisable(t *testing.T) {
 	tok := a.TokenFor(t, p.ClientID, secret)
 	if r := b.DoAs(t, tok, "GET", b.P("/namespaces"), nil); r.Status != 200 {
 		t.Fatalf("token from node A refused by node B: %d %s", r.Status, r.Body)
+	}
+	// Revocation through node A's endpoint is honoured by node B at once.
+	revoked := a.TokenFor(t, p.ClientID, secret)
+	if r := b.DoAs(t, revoked, "GET", b.P("/namespaces"), nil); r.Status != 200 {
+		t.Fatalf("second token refused before revocation: %d", r.Status)
+	}
+	form := url.Values{"token": {revoked}, "client_id": {p.ClientID}, "client_secret": {secret}}
+	resp, err := http.PostForm(a.URL+"/v1/oauth/revoke", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("revoke on node A: %d", resp.StatusCode)
+	}
+	if r := b.DoAs(t, revoked, "GET", b.P("/namespaces"), nil); r.Status != 401 {
+		t.Fatalf("node B accepted a token revoked on node A: %d", r.Status)
+	}
+	if r := b.DoAs(t, tok, "GET", b.P("/namespaces"), nil); r.Status != 200 {
+		t.Fatalf("revoking one token affected another: %d", r.Status)
 	}
 	if err := a.App.Store().SetPrincipalDisabled(t.Context(), "etl", true); err != nil {
 		t.Fatal(err)
