@@ -77,9 +77,7 @@ func ids(t *testing.T, tbl *table.Table, opts ...table.ScanOption) []int64 {
 	var out []int64
 	col := at.Column(at.Schema().FieldIndices("id")[0])
 	for _, ch := range col.Data().Chunks() {
-		for _, v := range ch.(*array.Int64).Int64Values() {
-			out = append(out, v)
-		}
+		out = append(out, ch.(*array.Int64).Int64Values()...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
@@ -164,7 +162,7 @@ func TestIcebergGoLifecycle(t *testing.T) {
 	wider := arrow.NewSchema(append(arrowSchema.Fields(), arrow.Field{Name: "note", Type: arrow.BinaryTypes.String, Nullable: true}), nil)
 	third := batch(t, wider, 150, 10, true)
 	defer third.Release()
-	if tbl, err = tbl.AppendTable(ctx, third, 1000, nil); err != nil {
+	if _, err = tbl.AppendTable(ctx, third, 1000, nil); err != nil {
 		t.Fatalf("append 3: %v", err)
 	}
 
