@@ -185,20 +185,31 @@ func (c *Catalog) discard(ctx context.Context, loc string) {
 	}
 }
 
-// RegisterTable adds a table whose metadata file already exists.
-func (c *Catalog) RegisterTable(ctx context.Context, wh string, id Ident, metadataLocation string, overwrite bool) (*TableState, error) {
+// checkRegister validates a register request: the identifier, the
+// warehouse, that the metadata file lies inside it, and that the namespace
+// exists. It returns the warehouse and the normalized metadata location.
+func (c *Catalog) checkRegister(ctx context.Context, wh string, id Ident, metadataLocation string) (Warehouse, string, error) {
 	if err := id.Validate(); err != nil {
-		return nil, err
+		return Warehouse{}, "", err
 	}
 	w, err := c.store.Warehouse(ctx, wh)
 	if err != nil {
-		return nil, err
+		return Warehouse{}, "", err
 	}
 	loc, err := checkLocation(w, metadataLocation)
 	if err != nil {
-		return nil, err
+		return Warehouse{}, "", err
 	}
 	if _, err := c.store.NamespaceProperties(ctx, wh, id.Namespace); err != nil {
+		return Warehouse{}, "", err
+	}
+	return w, loc, nil
+}
+
+// RegisterTable adds a table whose metadata file already exists.
+func (c *Catalog) RegisterTable(ctx context.Context, wh string, id Ident, metadataLocation string, overwrite bool) (*TableState, error) {
+	w, loc, err := c.checkRegister(ctx, wh, id, metadataLocation)
+	if err != nil {
 		return nil, err
 	}
 	ent, err := c.store.Entity(ctx, wh, id)

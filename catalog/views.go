@@ -182,18 +182,8 @@ func (c *Catalog) DropView(ctx context.Context, wh string, id Ident) error {
 
 // RegisterView adds a view whose metadata file already exists.
 func (c *Catalog) RegisterView(ctx context.Context, wh string, id Ident, metadataLocation string) (*ViewState, error) {
-	if err := id.Validate(); err != nil {
-		return nil, err
-	}
-	w, err := c.store.Warehouse(ctx, wh)
+	_, loc, err := c.checkRegister(ctx, wh, id, metadataLocation)
 	if err != nil {
-		return nil, err
-	}
-	loc, err := checkLocation(w, metadataLocation)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := c.store.NamespaceProperties(ctx, wh, id.Namespace); err != nil {
 		return nil, err
 	}
 	if ent, err := c.store.Entity(ctx, wh, id); err == nil {
