@@ -40,12 +40,7 @@ type history struct {
 // snapshotJSON renders a snapshot with a given age (testkit.SnapshotJSON's
 // shape with an explicit timestamp; its manifest list need not exist).
 func snapshotJSON(id, parent int64, age time.Duration) string {
-	p := ""
-	if parent != 0 {
-		p = fmt.Sprintf(`"parent-snapshot-id":%d,`, parent)
-	}
-	return fmt.Sprintf(`{"snapshot-id":%d,%s"sequence-number":%d,"timestamp-ms":%d,"manifest-list":"file:///nowhere/snap-%d.avro","summary":{"operation":"append"},"schema-id":0}`,
-		id, p, id, time.Now().Add(-age).UnixMilli(), id)
+	return testkit.SnapshotAt(id, parent, time.Now().Add(-age))
 }
 
 // createHistory creates ns.name with the snapshots of h in one create
@@ -55,28 +50,7 @@ func snapshotJSON(id, parent int64, age time.Duration) string {
 // snapshot first.
 func createHistory(t *testing.T, f *testkit.Floe, ns, name string, h history) catalog.Ident {
 	t.Helper()
-	if r := f.Do(t, "POST", f.P("/namespaces"), fmt.Sprintf(`{"namespace":[%q]}`, ns)); r.Status != 200 && r.Status != 409 {
-		t.Fatalf("create namespace: %d %s", r.Status, r.Body)
-	}
-	r := f.Do(t, "POST", f.P("/namespaces/"+ns+"/tables"), fmt.Sprintf(`{"name":%q,"schema":%s,"stage-create":true}`, name, tableSchema))
-	if r.Status != 200 {
-		t.Fatalf("stage create: %d %s", r.Status, r.Body)
-	}
-	var staged struct {
-		Metadata struct {
-			UUID     string `json:"table-uuid"`
-			Location string `json:"location"`
-		} `json:"metadata"`
-	}
-	r.JSON(t, &staged)
-	updates := []string{
-		fmt.Sprintf(`{"action":"assign-uuid","uuid":%q}`, staged.Metadata.UUID),
-		`{"action":"upgrade-format-version","format-version":2}`,
-		`{"action":"add-schema","schema":` + tableSchema + `}`, `{"action":"set-current-schema","schema-id":-1}`,
-		`{"action":"add-spec","spec":{"spec-id":0,"fields":[]}}`, `{"action":"set-default-spec","spec-id":-1}`,
-		`{"action":"add-sort-order","sort-order":{"order-id":0,"fields":[]}}`, `{"action":"set-default-sort-order","sort-order-id":-1}`,
-		fmt.Sprintf(`{"action":"set-location","location":%q}`, staged.Metadata.Location),
-	}
+	var updates []string
 	if len(h.props) > 0 {
 		b, _ := json.Marshal(h.props)
 		updates = append(updates, `{"action":"set-properties","updates":`+string(b)+`}`)
@@ -94,10 +68,7 @@ func createHistory(t *testing.T, f *testkit.Floe, ns, name string, h history) ca
 	if n := len(h.ages); n > 0 {
 		updates = append(updates, fmt.Sprintf(`{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":%d}`, n))
 	}
-	body := `{"requirements":[{"type":"assert-create"}],"updates":[` + strings.Join(updates, ",") + `]}`
-	if r := f.Do(t, "POST", f.P("/namespaces/"+ns+"/tables/"+name), body); r.Status != 200 {
-		t.Fatalf("create %s.%s with history: %d %s", ns, name, r.Status, r.Body)
-	}
+	f.CreateWithUpdates(t, ns, name, tableSchema, updates...)
 	return catalog.Ident{Namespace: catalog.Namespace{ns}, Name: name}
 }
 

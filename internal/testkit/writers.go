@@ -3,6 +3,7 @@ package testkit
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -83,4 +84,51 @@ func (f *Floe) RefsState(t testing.TB, tok, path string) (int64, int64) {
 // and the functional tests validate the same responses.
 func (f *Floe) SkipValidation() {
 	f.Transport.Skip = func(*http.Request) bool { return true }
+}
+
+// SnapshotAt renders a snapshot like SnapshotJSON with a chosen timestamp
+// (its sequence number is its id).
+func SnapshotAt(id, parent int64, ts time.Time) string {
+	p := ""
+	if parent != 0 {
+		p = fmt.Sprintf(`"parent-snapshot-id":%d,`, parent)
+	}
+	return fmt.Sprintf(`{"snapshot-id":%d,%s"sequence-number":%d,"timestamp-ms":%d,"manifest-list":"file:///nowhere/snap-%d.avro","summary":{"operation":"append"},"schema-id":0}`,
+		id, p, id, ts.UnixMilli(), id)
+}
+
+// CreateWithUpdates creates ns (if missing) and then table ns.name in one
+// create transaction: a stage-create, then a commit asserting create with the
+// updates that initialise the staged metadata followed by extra. The metadata
+// builder refuses a snapshot more than a minute older than the table's last
+// update, so this is how a test writes old history: into a new table, oldest
+// snapshot first.
+func (f *Floe) CreateWithUpdates(t testing.TB, ns, name, schema string, extra ...string) {
+	t.Helper()
+	if r := f.Do(t, "POST", f.P("/namespaces"), fmt.Sprintf(`{"namespace":[%q]}`, ns)); r.Status != 200 && r.Status != 409 {
+		t.Fatalf("create namespace: %d %s", r.Status, r.Body)
+	}
+	r := f.Do(t, "POST", f.P("/namespaces/"+ns+"/tables"), fmt.Sprintf(`{"name":%q,"schema":%s,"stage-create":true}`, name, schema))
+	if r.Status != 200 {
+		t.Fatalf("stage create: %d %s", r.Status, r.Body)
+	}
+	var staged struct {
+		Metadata struct {
+			UUID     string `json:"table-uuid"`
+			Location string `json:"location"`
+		} `json:"metadata"`
+	}
+	r.JSON(t, &staged)
+	updates := append([]string{
+		fmt.Sprintf(`{"action":"assign-uuid","uuid":%q}`, staged.Metadata.UUID),
+		`{"action":"upgrade-format-version","format-version":2}`,
+		`{"action":"add-schema","schema":` + schema + `}`, `{"action":"set-current-schema","schema-id":-1}`,
+		`{"action":"add-spec","spec":{"spec-id":0,"fields":[]}}`, `{"action":"set-default-spec","spec-id":-1}`,
+		`{"action":"add-sort-order","sort-order":{"order-id":0,"fields":[]}}`, `{"action":"set-default-sort-order","sort-order-id":-1}`,
+		fmt.Sprintf(`{"action":"set-location","location":%q}`, staged.Metadata.Location),
+	}, extra...)
+	body := `{"requirements":[{"type":"assert-create"}],"updates":[` + strings.Join(updates, ",") + `]}`
+	if r := f.Do(t, "POST", f.P("/namespaces/"+ns+"/tables/"+name), body); r.Status != 200 {
+		t.Fatalf("create %s.%s: %d %s", ns, name, r.Status, r.Body)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -172,43 +171,13 @@ func TestNodes_MaintenanceOncePerTick(t *testing.T) {
 // added to a table updated since).
 func createOldTable(t *testing.T, f *testkit.Floe, ns, name string) catalog.Ident {
 	t.Helper()
-	if r := f.Do(t, "POST", f.P("/namespaces"), fmt.Sprintf(`{"namespace":[%q]}`, ns)); r.Status != 200 && r.Status != 409 {
-		t.Fatalf("create namespace: %d %s", r.Status, r.Body)
-	}
 	const schema = `{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":true,"type":"long"}]}`
-	r := f.Do(t, "POST", f.P("/namespaces/"+ns+"/tables"), fmt.Sprintf(`{"name":%q,"schema":%s,"stage-create":true}`, name, schema))
-	if r.Status != 200 {
-		t.Fatalf("stage create: %d %s", r.Status, r.Body)
-	}
-	var staged struct {
-		Metadata struct {
-			UUID     string `json:"table-uuid"`
-			Location string `json:"location"`
-		} `json:"metadata"`
-	}
-	r.JSON(t, &staged)
-	updates := []string{
-		fmt.Sprintf(`{"action":"assign-uuid","uuid":%q}`, staged.Metadata.UUID),
-		`{"action":"upgrade-format-version","format-version":2}`,
-		`{"action":"add-schema","schema":` + schema + `}`, `{"action":"set-current-schema","schema-id":-1}`,
-		`{"action":"add-spec","spec":{"spec-id":0,"fields":[]}}`, `{"action":"set-default-spec","spec-id":-1}`,
-		`{"action":"add-sort-order","sort-order":{"order-id":0,"fields":[]}}`, `{"action":"set-default-sort-order","sort-order-id":-1}`,
-		fmt.Sprintf(`{"action":"set-location","location":%q}`, staged.Metadata.Location),
-	}
+	var updates []string
 	for i, age := range []time.Duration{240 * time.Hour, 216 * time.Hour, time.Hour} {
-		id := int64(i + 1)
-		parent := ""
-		if id > 1 {
-			parent = fmt.Sprintf(`"parent-snapshot-id":%d,`, id-1)
-		}
-		updates = append(updates, fmt.Sprintf(`{"action":"add-snapshot","snapshot":{"snapshot-id":%d,%s"sequence-number":%d,"timestamp-ms":%d,"manifest-list":"file:///nowhere/snap-%d.avro","summary":{"operation":"append"},"schema-id":0}}`,
-			id, parent, id, time.Now().Add(-age).UnixMilli(), id))
+		updates = append(updates, `{"action":"add-snapshot","snapshot":`+testkit.SnapshotAt(int64(i+1), int64(i), time.Now().Add(-age))+`}`)
 	}
 	updates = append(updates, `{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":3}`)
-	body := `{"requirements":[{"type":"assert-create"}],"updates":[` + strings.Join(updates, ",") + `]}`
-	if r := f.Do(t, "POST", f.P("/namespaces/"+ns+"/tables/"+name), body); r.Status != 200 {
-		t.Fatalf("create %s.%s: %d %s", ns, name, r.Status, r.Body)
-	}
+	f.CreateWithUpdates(t, ns, name, schema, updates...)
 	return catalog.Ident{Namespace: catalog.Namespace{ns}, Name: name}
 }
 
