@@ -62,6 +62,15 @@ func tableResult(st *catalog.TableState, metadata []byte, withConfig bool) [][]b
 	return [][]byte{head, metadata, tail}
 }
 
+// writeTable sends a table's full metadata (LoadTableResult with config, or
+// CommitTableResponse without) with its ETag.
+func writeTable(w http.ResponseWriter, st *catalog.TableState, withConfig bool) {
+	if st.Location != "" {
+		w.Header().Set("ETag", etag(st.Location, "all"))
+	}
+	writeRaw(w, http.StatusOK, tableResult(st, st.JSON, withConfig))
+}
+
 // etag identifies one metadata version in one representation.
 func etag(loc, mode string) string {
 	sum := sha256.Sum256([]byte(loc + "\x00" + mode))
@@ -100,10 +109,7 @@ func (h *Handler) createTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if st.Location != "" {
-		w.Header().Set("ETag", etag(st.Location, "all"))
-	}
-	writeRaw(w, http.StatusOK, tableResult(st, st.JSON, true))
+	writeTable(w, st, true)
 	return nil
 }
 
@@ -219,8 +225,7 @@ func (h *Handler) commitTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("ETag", etag(st.Location, "all"))
-	writeRaw(w, http.StatusOK, tableResult(st, st.JSON, false))
+	writeTable(w, st, false)
 	return nil
 }
 
@@ -286,8 +291,7 @@ func (h *Handler) registerTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("ETag", etag(st.Location, "all"))
-	writeRaw(w, http.StatusOK, tableResult(st, st.JSON, true))
+	writeTable(w, st, true)
 	return nil
 }
 
