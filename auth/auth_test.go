@@ -27,25 +27,16 @@ import (
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/internal/fakeclock"
 	"github.com/floe-lake/floe/store/sqlstore"
 )
 
 const issuer = "https://floe.test"
 
 // clock is a settable clock, safe for concurrent use.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type clock = fakeclock.Clock
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
+func newClock() *clock { return fakeclock.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) }
 
 // openStore opens a fresh SQLite store.
 func openStore(t testing.TB, now func() time.Time) *sqlstore.Store {

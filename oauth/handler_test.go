@@ -27,6 +27,7 @@ import (
 
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/internal/fakeclock"
 	"github.com/floe-lake/floe/oauth"
 	"github.com/floe-lake/floe/store/sqlstore"
 )
@@ -34,17 +35,7 @@ import (
 const issuer = "http://floe.test"
 
 // clock is a settable clock, safe for concurrent use.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+type clock = fakeclock.Clock
 
 // syncBuffer collects log output from concurrent handlers.
 type syncBuffer struct {
@@ -85,7 +76,7 @@ func must(t testing.TB, err error) {
 
 func newEnv(t testing.TB, failuresPerMinute int) *env {
 	t.Helper()
-	e := &env{clock: &clock{t: time.Now().UTC().Truncate(time.Second)}, logs: &syncBuffer{}}
+	e := &env{clock: fakeclock.New(time.Now().UTC().Truncate(time.Second)), logs: &syncBuffer{}}
 	st, err := sqlstore.Open(context.Background(), filepath.Join(t.TempDir(), "floe.db"), sqlstore.Options{Now: e.clock.Now})
 	must(t, err)
 	t.Cleanup(func() { st.Close() })
