@@ -380,6 +380,12 @@ func (s *Store) swap(ctx context.Context, c conn, sw catalog.Swap, now any) erro
 // insertEntity creates an entity: NotFound if the namespace is missing,
 // AlreadyExists if the name is taken by a table or a view.
 func (s *Store) insertEntity(ctx context.Context, c conn, wh string, id catalog.Ident, kind catalog.Kind, loc string, now any) error {
+	return s.upsertEntity(ctx, c, wh, id, kind, loc, now, "DO NOTHING")
+}
+
+// upsertEntity inserts an entity with the given ON CONFLICT action; a
+// conflict the action does not resolve is AlreadyExists.
+func (s *Store) upsertEntity(ctx context.Context, c conn, wh string, id catalog.Ident, kind catalog.Kind, loc string, now any, onConflict string) error {
 	// The share lock keeps a concurrent DropNamespace from missing the new
 	// entity (the foreign key would catch it too, later and less clearly).
 	ok, err := c.exists(ctx, "SELECT 1 FROM namespaces WHERE warehouse = ? AND name = ?"+s.d.forShare, wh, id.Namespace.Key())
@@ -390,7 +396,7 @@ func (s *Store) insertEntity(ctx context.Context, c conn, wh string, id catalog.
 		return noNamespace(id.Namespace)
 	}
 	n, err := c.exec(ctx, `INSERT INTO entities (warehouse, namespace, name, kind, metadata_location, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (warehouse, namespace, name) DO NOTHING`,
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (warehouse, namespace, name) `+onConflict,
 		wh, id.Namespace.Key(), id.Name, string(kind), loc, now)
 	if s.d.foreignKeyViolation(err) {
 		return noNamespace(id.Namespace)
@@ -423,29 +429,9 @@ func (s *Store) ReplaceEntity(ctx context.Context, wh string, id catalog.Ident, 
 		return err
 	}
 	return s.write(ctx, "replace entity", func(c conn) error {
-		ok, err := c.exists(ctx, "SELECT 1 FROM namespaces WHERE warehouse = ? AND name = ?"+s.d.forShare, wh, id.Namespace.Key())
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return noNamespace(id.Namespace)
-		}
-		n, err := c.exec(ctx, `INSERT INTO entities (warehouse, namespace, name, kind, metadata_location, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (warehouse, namespace, name) DO UPDATE
+		return s.upsertEntity(ctx, c, wh, id, kind, loc, s.d.timeArg(s.now()), `DO UPDATE
 			SET metadata_location = excluded.metadata_location, updated_at = excluded.updated_at
-			WHERE entities.kind = excluded.kind`,
-			wh, id.Namespace.Key(), id.Name, string(kind), loc, s.d.timeArg(s.now()))
-		if s.d.foreignKeyViolation(err) {
-			return noNamespace(id.Namespace)
-		}
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return s.taken(ctx, c, wh, id)
-		}
-		return nil
+			WHERE entities.kind = excluded.kind`)
 	})
 }
 
