@@ -475,7 +475,13 @@ func (s *Scheduler) runItem(ctx context.Context, tick int64, it item) state {
 	if done {
 		return stateDone
 	}
-	lease, ok, err := s.store.AcquireLease(ctx, LeaseName(job, t.Warehouse, t.Ident), s.node, s.ttl)
+	// Acquire with the bookkeeping context: a Close arriving mid-statement
+	// must not leave the lease taken in the database but unknown here (a
+	// cancelled statement may still have committed). A Close seen after the
+	// acquisition releases the lease at once.
+	actx, acancel := s.bookkeeping(ctx)
+	lease, ok, err := s.store.AcquireLease(actx, LeaseName(job, t.Warehouse, t.Ident), s.node, s.ttl)
+	acancel()
 	if err != nil {
 		return s.storeError(ctx, log, "acquire lease", err)
 	}
@@ -483,6 +489,10 @@ func (s *Scheduler) runItem(ctx context.Context, tick int64, it item) state {
 		return stateBusy
 	}
 	log = log.With("token", lease.Token)
+	if ctx.Err() != nil {
+		s.release(ctx, log, lease)
+		return stateStopped
+	}
 	run, ok, err := s.store.BeginMaintenanceRun(ctx, lease, Run{Warehouse: t.Warehouse, Table: t.Ident, Job: job, Tick: tick})
 	if err != nil || !ok {
 		s.release(ctx, log, lease)
