@@ -16,7 +16,8 @@ import (
 )
 
 // TestNodes_MaintenanceOncePerTick: three nodes over one PostgreSQL run
-// snapshot expiry with 500 ms ticks. One node dies in the middle of a job
+// snapshot expiry with 2 s ticks (wide enough that a loaded CI machine still
+// fits a takeover inside the victim's tick). One node dies in the middle of a job
 // (its scheduler halts without releasing the lease or recording the run);
 // once the lease expires another node runs that job in the same tick.
 // Every table gets exactly one finished run per tick, and its old snapshots
@@ -24,8 +25,8 @@ import (
 func TestNodes_MaintenanceOncePerTick(t *testing.T) {
 	const (
 		n        = 3
-		interval = 500 * time.Millisecond
-		ttl      = 100 * time.Millisecond
+		interval = 2 * time.Second
+		ttl      = 200 * time.Millisecond
 	)
 	dsn := pgtest.Fresh(t, pgtest.ServerDSN(t))
 	shared := t.TempDir()
@@ -39,7 +40,7 @@ func TestNodes_MaintenanceOncePerTick(t *testing.T) {
 	// run's context ends.
 	hook := func(node int) maint.Hook {
 		return func(ctx context.Context, job string, tr maint.TableRef) error {
-			if tr.Ident.Name != "victim" || time.Until(time.Unix(0, (tr.Tick+1)*int64(interval))) < 300*time.Millisecond ||
+			if tr.Ident.Name != "victim" || time.Until(time.Unix(0, (tr.Tick+1)*int64(interval))) < 1200*time.Millisecond ||
 				!stalledOnce.CompareAndSwap(false, true) {
 				return nil
 			}
