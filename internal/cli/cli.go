@@ -29,7 +29,8 @@ func Root(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(serveCmd(stdout, stderr, getenv), principalCmd(stdout, stderr, getenv))
+	root.AddCommand(serveCmd(stdout, stderr, getenv), principalCmd(stdout, stderr, getenv),
+		signingKeyCmd(stdout, stderr, getenv), auditCmd(stdout, stderr, getenv))
 	return root
 }
 
@@ -188,18 +189,24 @@ func redactDSN(dsn string) string {
 	return dsn
 }
 
+// openApp opens Floe's store and services (not its listeners) for an
+// administrative command.
+func openApp(c *cobra.Command, load func() (app.Config, error), stderr io.Writer) (*app.App, error) {
+	cfg, err := load()
+	if err != nil {
+		return nil, err
+	}
+	log, err := newLogger(cfg, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return app.Open(c.Context(), cfg, log)
+}
+
 func principalCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	cmd := &cobra.Command{Use: "principal", Short: "Manage principals (OAuth2 clients)"}
 	open := func(c *cobra.Command, load func() (app.Config, error)) (*app.App, error) {
-		cfg, err := load()
-		if err != nil {
-			return nil, err
-		}
-		log, err := newLogger(cfg, stderr)
-		if err != nil {
-			return nil, err
-		}
-		return app.Open(c.Context(), cfg, log)
+		return openApp(c, load, stderr)
 	}
 
 	create := &cobra.Command{Use: "create NAME", Short: "Create a principal and print its client id and secret (shown once)", Args: cobra.ExactArgs(1)}
