@@ -50,11 +50,13 @@ func TestNodes_OneCatalog(t *testing.T) {
 		}
 	}
 	const writers, commits = 16, 50
+	for _, n := range ns {
+		n.SkipValidation() // before any writer starts: the writers read it
+	}
 	results := make([]testkit.WriterResult, writers)
 	var wg sync.WaitGroup
 	for w := range results {
 		node := ns[w%len(ns)]
-		node.SkipValidation()
 		tok := node.Token(t)
 		wg.Add(1)
 		go func() {
