@@ -15,11 +15,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/internal/fakeclock"
 	"github.com/floe-lake/floe/store/sqlstore"
 )
 
@@ -66,7 +66,7 @@ func Run(t *testing.T, open Opener) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			clock := &Clock{t: time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)}
+			clock := fakeclock.New(time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC))
 			opts := sqlstore.Options{
 				Logger:              slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 				Now:                 clock.Now,
@@ -89,24 +89,7 @@ type env struct {
 }
 
 // Clock is a settable clock for Options.Now. It is safe for concurrent use.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+type Clock = fakeclock.Clock
 
 // wantErr fails t unless err is a *floe.Error of the given kind and entity,
 // with the message msg when msg is not empty.
