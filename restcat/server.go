@@ -41,8 +41,6 @@ type Options struct {
 	Idempotency IdempotencyStore
 	// IdempotencyLifetime is advertised in /v1/config (default 30 minutes).
 	IdempotencyLifetime time.Duration
-	// TokenHandler serves POST /v1/oauth/tokens when set.
-	TokenHandler http.Handler
 	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
 	// Logger receives structured logs.
@@ -117,9 +115,6 @@ func (h *Handler) table() []route {
 
 func (h *Handler) routes() {
 	h.mux.Handle("GET /v1/config", h.wrap(route{method: "GET", path: "/v1/config", fn: h.config}))
-	if h.opts.TokenHandler != nil {
-		h.mux.Handle("POST /v1/oauth/tokens", h.opts.TokenHandler)
-	}
 	for _, rt := range h.table() {
 		h.mux.Handle(rt.method+" "+rt.path, h.wrap(rt))
 	}
