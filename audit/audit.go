@@ -64,6 +64,10 @@ type Store interface {
 	// together with the new head, in one transaction. seal may be called
 	// more than once if the transaction is retried.
 	AppendAudit(ctx context.Context, seal func(prevSeq int64, prevHash string) (Record, error)) (Record, error)
+	// AppendAuditBatch is AppendAudit for several records at once: seal
+	// returns records that continue the chain from prevSeq/prevHash, and all
+	// of them are stored in one transaction with the new head.
+	AppendAuditBatch(ctx context.Context, seal func(prevSeq int64, prevHash string) ([]Record, error)) error
 	// AuditRecords returns up to limit records with Seq > after, in Seq order.
 	AuditRecords(ctx context.Context, after int64, limit int) ([]Record, error)
 	// AuditHead returns the seq and hash of the last appended record as
@@ -99,20 +103,10 @@ func New(store Store, opts Options) *Log {
 
 // Append records e at the end of the chain and returns the stored record.
 func (l *Log) Append(ctx context.Context, e Event) (Record, error) {
-	t := e.Time
-	if t.IsZero() {
-		t = l.now()
+	r, err := l.record(e)
+	if err != nil {
+		return Record{}, err
 	}
-	detail := []byte("{}")
-	if len(e.Detail) > 0 {
-		b, err := json.Marshal(e.Detail) // map keys are sorted: canonical
-		if err != nil {
-			return Record{}, fmt.Errorf("audit: encode detail of %s: %w", e.Action, err)
-		}
-		detail = b
-	}
-	r := Record{Time: t.UTC().Truncate(time.Microsecond), RequestID: e.RequestID, Principal: e.Principal,
-		ClientAddr: e.ClientAddr, Action: e.Action, Resource: e.Resource, Outcome: e.Outcome, Detail: detail}
 	out, err := l.store.AppendAudit(ctx, func(prevSeq int64, prevHash string) (Record, error) {
 		r.Seq, r.PrevHash = prevSeq+1, prevHash
 		h, err := hashRecord(r)
@@ -127,6 +121,56 @@ func (l *Log) Append(ctx context.Context, e Event) (Record, error) {
 		return Record{}, fmt.Errorf("audit: append %s: %w", e.Action, err)
 	}
 	return out, nil
+}
+
+// AppendBatch records events in order, chained, in one store transaction.
+func (l *Log) AppendBatch(ctx context.Context, events []Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	rs := make([]Record, 0, len(events))
+	for _, e := range events {
+		r, err := l.record(e)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, r)
+	}
+	err := l.store.AppendAuditBatch(ctx, func(prevSeq int64, prevHash string) ([]Record, error) {
+		for i := range rs {
+			rs[i].Seq, rs[i].PrevHash = prevSeq+1, prevHash
+			h, err := hashRecord(rs[i])
+			if err != nil {
+				return nil, err
+			}
+			rs[i].Hash = h
+			prevSeq, prevHash = rs[i].Seq, h
+		}
+		return rs, nil
+	})
+	if err != nil {
+		l.log.ErrorContext(ctx, "audit: batch append failed", "events", len(events), "err", err)
+		return fmt.Errorf("audit: append %d events: %w", len(events), err)
+	}
+	return nil
+}
+
+// record turns an event into an unsealed record.
+func (l *Log) record(e Event) (Record, error) {
+	t := e.Time
+	if t.IsZero() {
+		t = l.now()
+	}
+	detail := []byte("{}")
+	if len(e.Detail) > 0 {
+		b, err := json.Marshal(e.Detail) // map keys are sorted: canonical
+		if err != nil {
+			return Record{}, fmt.Errorf("audit: encode detail of %s: %w", e.Action, err)
+		}
+		detail = b
+	}
+	return Record{Time: t.UTC().Truncate(time.Microsecond), RequestID: e.RequestID, Principal: e.Principal,
+		ClientAddr: e.ClientAddr, Action: e.Action, Resource: e.Resource, Outcome: e.Outcome, Detail: detail}, nil
 }
 
 // ErrTampered is wrapped by the errors Verify returns for a broken chain.

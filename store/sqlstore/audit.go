@@ -45,6 +45,38 @@ func (s *Store) AppendAudit(ctx context.Context, seal func(prevSeq int64, prevHa
 	return out, nil
 }
 
+// AppendAuditBatch stores the records seal returns after the current head,
+// and the new head, in one transaction.
+func (s *Store) AppendAuditBatch(ctx context.Context, seal func(prevSeq int64, prevHash string) ([]audit.Record, error)) error {
+	return s.write(ctx, "append audit events", func(c conn) error {
+		var seq int64
+		var hash string
+		if err := c.queryRow(ctx, "SELECT seq, hash FROM audit_head WHERE id = 1"+s.d.forUpdate).Scan(&seq, &hash); err != nil {
+			return err
+		}
+		rs, err := seal(seq, hash)
+		if err != nil {
+			return floe.Wrap(floe.Internal, err, "seal audit records")
+		}
+		for _, r := range rs {
+			if r.Seq != seq+1 || r.PrevHash != hash || r.Hash == "" {
+				return floe.E(floe.Internal, "audit", "sealed record %d does not follow record %d", r.Seq, seq)
+			}
+			if _, err := c.exec(ctx, "INSERT INTO audit_events ("+auditColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+				r.Seq, s.d.timeArg(r.Time), r.RequestID, r.Principal, r.ClientAddr, r.Action, r.Resource, r.Outcome,
+				string(r.Detail), r.PrevHash, r.Hash); err != nil {
+				return err
+			}
+			seq, hash = r.Seq, r.Hash
+		}
+		if len(rs) == 0 {
+			return nil
+		}
+		_, err = c.exec(ctx, "UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1", seq, hash)
+		return err
+	})
+}
+
 // AuditRecords returns up to limit records with Seq > after, in Seq order.
 func (s *Store) AuditRecords(ctx context.Context, after int64, limit int) ([]audit.Record, error) {
 	if limit <= 0 {
