@@ -62,6 +62,7 @@ func Run(t *testing.T, open Opener) {
 		{"IdempotencyExpiry", testIdempotencyExpiry},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
 		{"Leases", testLeases},
+		{"VendKeys", testVendKeys},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
