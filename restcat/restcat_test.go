@@ -76,10 +76,10 @@ func TestConfig(t *testing.T) {
 	if cfg.Overrides["prefix"] != f.Warehouse {
 		t.Errorf("prefix override = %q, want %q", cfg.Overrides["prefix"], f.Warehouse)
 	}
-	if len(cfg.Endpoints) != 25 || cfg.Lifetime != "PT30M" {
-		t.Errorf("endpoints %d (want 25), lifetime %q", len(cfg.Endpoints), cfg.Lifetime)
+	if len(cfg.Endpoints) != 27 || cfg.Lifetime != "PT30M" {
+		t.Errorf("endpoints %d (want 27), lifetime %q", len(cfg.Endpoints), cfg.Lifetime)
 	}
-	for _, e := range []string{"POST /v1/{prefix}/transactions/commit", "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}", "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister"} {
+	for _, e := range []string{"POST /v1/{prefix}/transactions/commit", "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials", "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign", "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}", "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister"} {
 		found := false
 		for _, got := range cfg.Endpoints {
 			found = found || got == e
@@ -348,7 +348,7 @@ func TestTables(t *testing.T) {
 	if md.Schemas[0].Fields[0].ID != 1 || md.Properties["owner"] != "ana" {
 		t.Errorf("fresh ids/properties not applied: %s", created.Metadata)
 	}
-	if !strings.HasPrefix(md.Location, "file://"+f.Dir) || !strings.Contains(created.MetadataLocation, "/metadata/00000-") {
+	if !strings.HasPrefix(md.Location, "s3://floe/db/events-") || !strings.Contains(created.MetadataLocation, "/metadata/00000-") {
 		t.Errorf("location %s, metadata-location %s", md.Location, created.MetadataLocation)
 	}
 	if r.Header.Get("ETag") == "" {
@@ -373,7 +373,7 @@ func TestTables(t *testing.T) {
 	wantErr(t, f.Do(t, "GET", f.P("/namespaces/nons/tables/ghost"), nil), 404, "NoSuchTableException", "Table does not exist: nons.ghost")
 
 	// commit: a requirement fails with 409 and writes nothing
-	meta := filepath.Join(strings.TrimPrefix(md.Location, "file://"), "metadata")
+	meta := filepath.Join(f.LocalPath(md.Location), "metadata")
 	before, _ := os.ReadDir(meta)
 	wantErr(t, f.Do(t, "POST", f.P("/namespaces/db/tables/events"), `{"requirements":[{"type":"assert-table-uuid","uuid":"00000000-0000-0000-0000-000000000000"}],"updates":[{"action":"set-properties","updates":{"a":"b"}}]}`),
 		409, "CommitFailedException", "Requirement failed: UUID")
@@ -417,7 +417,7 @@ func TestTables(t *testing.T) {
 	mustStatus(t, f.Do(t, "POST", f.P("/namespaces/db/register"), map[string]any{"name": "events3", "metadata-location": unreg.MetadataLocation, "overwrite": true}), 200)
 
 	// missing metadata file on load
-	if err := os.Remove(strings.TrimPrefix(unreg.MetadataLocation, "file://")); err != nil {
+	if err := os.Remove(f.LocalPath(unreg.MetadataLocation)); err != nil {
 		t.Fatal(err)
 	}
 	wantErr(t, f.Do(t, "GET", f.P("/namespaces/db/tables/events3?snapshots=all"), nil, "X-Request-Id", "fresh"), 404, "NotFoundException", "Failed to open input stream for file")
@@ -430,7 +430,7 @@ func TestTables(t *testing.T) {
 	}
 	f.Do(t, "GET", f.P("/namespaces/db/tables/other"), nil).JSON(t, &other)
 	mustStatus(t, f.Do(t, "DELETE", f.P("/namespaces/db/tables/other?purgeRequested=true"), nil), 204)
-	if _, err := os.Stat(strings.TrimPrefix(other.Metadata.Location, "file://")); !os.IsNotExist(err) {
+	if _, err := os.Stat(f.LocalPath(other.Metadata.Location)); !os.IsNotExist(err) {
 		t.Errorf("purge left %s: %v", other.Metadata.Location, err)
 	}
 	wantErr(t, f.Do(t, "DELETE", f.P("/namespaces/db/tables/other"), nil), 404, "NoSuchTableException", "db.other")

@@ -43,6 +43,12 @@ type Options struct {
 	IdempotencyLifetime time.Duration
 	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// Vending hands out storage access with tables (nil: config stays
+	// empty and the credentials and sign endpoints answer 406).
+	Vending *Vending
+	// PublicURL is the catalog's base URL as clients reach it, advertised
+	// as the remote signer's URI ("" = from the request's Host).
+	PublicURL string
 	// Logger receives structured logs.
 	Logger *slog.Logger
 }
@@ -100,6 +106,8 @@ func (h *Handler) table() []route {
 		{"HEAD", ns + "/tables/{table}", false, h.tableExists},
 		{"POST", ns + "/tables/{table}/unregister", true, h.unregisterTable},
 		{"POST", ns + "/tables/{table}/metrics", false, h.reportMetrics},
+		{"GET", ns + "/tables/{table}/credentials", false, h.loadCredentials},
+		{"POST", ns + "/tables/{table}/sign", false, h.signRequest},
 		{"POST", "/v1/{prefix}/tables/rename", true, h.renameTable},
 		{"POST", "/v1/{prefix}/transactions/commit", true, h.commitTransaction},
 		{"GET", ns + "/views", false, h.listViews},

@@ -48,27 +48,47 @@ type registerRequest struct {
 
 // tableResult returns a LoadTableResult (or CommitTableResponse) body in
 // parts around the metadata, which is already compact JSON: it is neither
-// re-encoded nor copied.
-func tableResult(st *catalog.TableState, metadata []byte, withConfig bool) [][]byte {
+// re-encoded nor copied. A LoadTableResult carries acc (config and storage
+// credentials); a CommitTableResponse passes nil.
+func tableResult(st *catalog.TableState, metadata []byte, acc *tableAccess) [][]byte {
 	head := []byte(`{"metadata-location":null,"metadata":`)
 	if st.Location != "" {
 		loc, _ := json.Marshal(st.Location)
 		head = append(append([]byte(`{"metadata-location":`), loc...), `,"metadata":`...)
 	}
 	tail := []byte(`}`)
-	if withConfig {
-		tail = []byte(`,"config":{}}`)
+	if acc != nil {
+		b, _ := json.Marshal(acc)
+		tail = append([]byte{','}, b[1:]...)
 	}
 	return [][]byte{head, metadata, tail}
 }
 
-// writeTable sends a table's full metadata (LoadTableResult with config, or
-// CommitTableResponse without) with its ETag.
-func writeTable(w http.ResponseWriter, st *catalog.TableState, withConfig bool) {
+// writeTable sends a table's full metadata (a CommitTableResponse, or a
+// LoadTableResult when acc is set) with its ETag.
+func writeTable(w http.ResponseWriter, st *catalog.TableState, acc *tableAccess) {
 	if st.Location != "" {
 		w.Header().Set("ETag", etag(st.Location, "all"))
 	}
-	writeRaw(w, http.StatusOK, tableResult(st, st.JSON, withConfig))
+	writeRaw(w, http.StatusOK, tableResult(st, st.JSON, acc))
+}
+
+// loadResult sends a LoadTableResult for a table just created, registered
+// or loaded, with the storage access the caller gets. Responses carrying
+// credentials are marked Cache-Control: no-store.
+func (h *Handler) loadResult(w http.ResponseWriter, r *http.Request, wh string, id catalog.Ident, st *catalog.TableState, md []byte) error {
+	acc, err := h.access(r, wh, id, st.Metadata.Location())
+	if err != nil {
+		return err
+	}
+	if acc.StorageCredentials != nil || len(acc.Config) > 0 {
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	if st.Location != "" && w.Header().Get("ETag") == "" {
+		w.Header().Set("ETag", etag(st.Location, "all"))
+	}
+	writeRaw(w, http.StatusOK, tableResult(st, md, &acc))
+	return nil
 }
 
 // etag identifies one metadata version in one representation.
@@ -109,8 +129,7 @@ func (h *Handler) createTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeTable(w, st, true)
-	return nil
+	return h.loadResult(w, r, wh, catalog.Ident{Namespace: ns, Name: req.Name}, st, st.JSON)
 }
 
 func (h *Handler) loadTable(w http.ResponseWriter, r *http.Request) error {
@@ -145,8 +164,7 @@ func (h *Handler) loadTable(w http.ResponseWriter, r *http.Request) error {
 		md = st.RefsOnlyJSON()
 	}
 	w.Header().Set("ETag", tag)
-	writeRaw(w, http.StatusOK, tableResult(st, md, true))
-	return nil
+	return h.loadResult(w, r, wh, id, st, md)
 }
 
 // etagMatch implements If-None-Match matching (weak comparison, lists, "*").
@@ -225,7 +243,7 @@ func (h *Handler) commitTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeTable(w, st, false)
+	writeTable(w, st, nil)
 	return nil
 }
 
@@ -287,12 +305,12 @@ func (h *Handler) registerTable(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req, "name", "metadata-location"); err != nil {
 		return err
 	}
-	st, err := h.cat.RegisterTable(r.Context(), wh, catalog.Ident{Namespace: ns, Name: req.Name}, req.MetadataLocation, req.Overwrite)
+	id := catalog.Ident{Namespace: ns, Name: req.Name}
+	st, err := h.cat.RegisterTable(r.Context(), wh, id, req.MetadataLocation, req.Overwrite)
 	if err != nil {
 		return err
 	}
-	writeTable(w, st, true)
-	return nil
+	return h.loadResult(w, r, wh, id, st, st.JSON)
 }
 
 func (h *Handler) unregisterTable(w http.ResponseWriter, r *http.Request) error {
@@ -304,7 +322,7 @@ func (h *Handler) unregisterTable(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	writeRaw(w, http.StatusOK, tableResult(st, st.JSON, false))
+	writeRaw(w, http.StatusOK, tableResult(st, st.JSON, nil))
 	return nil
 }
 

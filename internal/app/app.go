@@ -18,28 +18,38 @@ import (
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/maint"
 	"github.com/floe-lake/floe/oauth"
-	"github.com/floe-lake/floe/objstore/local"
+	"github.com/floe-lake/floe/objstore/bucket"
+	"github.com/floe-lake/floe/objstore/s3api"
+	"github.com/floe-lake/floe/objstore/sse"
 	"github.com/floe-lake/floe/restcat"
 	"github.com/floe-lake/floe/store/sqlstore"
+	"github.com/floe-lake/floe/vend"
 )
 
 // App is a configured Floe node.
 type App struct {
-	cfg   Config
-	log   *slog.Logger
-	store *sqlstore.Store
-	fs    *local.FS
-	cat   *catalog.Catalog
-	auth  *auth.Service
-	audit *audit.Log
-	oauth *oauth.Handler
-	rest  *restcat.Handler
-	maint *maint.Scheduler // nil when maintenance is off
+	cfg     Config
+	log     *slog.Logger
+	store   *sqlstore.Store
+	objects *bucket.Store // nil on external S3
+	s3      *s3api.Server // nil unless the embedded endpoint runs
+	minter  vend.Minter   // nil: no vending
+	events  *audit.Async
+	vend    *restcat.Vending  // nil: no vending
+	keyring *sse.LocalKeyring // nil when encryption is off
+	cat     *catalog.Catalog
+	auth    *auth.Service
+	audit   *audit.Log
+	oauth   *oauth.Handler
+	rest    *restcat.Handler
+	maint   *maint.Scheduler // nil when maintenance is off
 	// handler sends /v1/oauth/* and /.well-known/* to oauth, the rest to rest.
 	handler http.Handler
 
-	srv *http.Server
-	ln  net.Listener
+	srv   *http.Server
+	ln    net.Listener
+	s3srv *http.Server
+	s3ln  net.Listener
 
 	// Bootstrap is set when this start created the first admin principal.
 	Bootstrap *Credential
@@ -77,18 +87,16 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 
 func (a *App) init(ctx context.Context) error {
 	cfg := a.cfg
-	if !strings.HasPrefix(cfg.WarehouseLocation, "file://") {
-		return fmt.Errorf("warehouse location %q: this build supports file:// warehouses", cfg.WarehouseLocation)
-	}
-	fs, err := local.New(strings.TrimPrefix(cfg.WarehouseLocation, "file://"))
+	a.audit = audit.New(a.store, audit.Options{Logger: a.log})
+	a.events = audit.NewAsync(a.audit, audit.AsyncOptions{Logger: a.log})
+	io, err := a.openStorage(ctx)
 	if err != nil {
 		return err
 	}
-	a.fs = fs
-	if err := a.store.PutWarehouse(ctx, catalog.Warehouse{Name: cfg.Warehouse, Location: fs.URI()}); err != nil {
+	if err := a.store.PutWarehouse(ctx, catalog.Warehouse{Name: cfg.Warehouse, Location: cfg.WarehouseLocation}); err != nil {
 		return fmt.Errorf("warehouse: %w", err)
 	}
-	a.cat = catalog.New(a.store, fs, catalog.Options{Logger: a.log})
+	a.cat = catalog.New(a.store, io, catalog.Options{Logger: a.log})
 	issuer := cfg.PublicURL
 	if issuer == "" {
 		issuer = "http://" + cfg.Listen // made exact in Start
@@ -97,7 +105,6 @@ func (a *App) init(ctx context.Context) error {
 	if err := a.auth.Init(ctx); err != nil {
 		return err
 	}
-	a.audit = audit.New(a.store, audit.Options{Logger: a.log})
 	a.oauth = oauth.New(a.auth, oauth.Options{Logger: a.log, Audit: a.audit, FailuresPerMinute: cfg.AuthFailuresPerMinute})
 	if err := a.bootstrap(ctx); err != nil {
 		return err
@@ -106,6 +113,8 @@ func (a *App) init(ctx context.Context) error {
 		DefaultWarehouse: cfg.Warehouse,
 		Idempotency:      a.store,
 		MaxBodyBytes:     cfg.MaxBodyBytes,
+		PublicURL:        cfg.PublicURL,
+		Vending:          a.vending(),
 		Logger:           a.log,
 	}
 	if cfg.InsecureNoAuth {
@@ -200,11 +209,16 @@ func (a *App) Start() error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
+	if err := a.listenS3(); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("catalog server stopped", "err", err)
 		}
 	}()
+	a.serveS3()
 	if a.maint != nil {
 		a.maint.Start(context.Background())
 	}
@@ -241,6 +255,15 @@ func (a *App) Close(ctx context.Context) error {
 	}
 	if a.srv != nil {
 		errs = append(errs, a.srv.Shutdown(ctx))
+	}
+	if a.s3srv != nil {
+		errs = append(errs, a.s3srv.Shutdown(ctx))
+	}
+	if a.events != nil {
+		errs = append(errs, a.events.Close(ctx))
+	}
+	if a.objects != nil {
+		errs = append(errs, a.objects.Close())
 	}
 	errs = append(errs, a.store.Close())
 	return errors.Join(errs...)

@@ -30,9 +30,48 @@ type Config struct {
 	// Warehouse is the name of the default warehouse, sent as the REST
 	// prefix (env FLOE_WAREHOUSE, default "floe").
 	Warehouse string `yaml:"warehouse"`
-	// WarehouseLocation is where table files live (env FLOE_WAREHOUSE_LOCATION,
-	// default file://<data_dir>/warehouse). Must be inside the local root for the embedded store.
+	// Storage is where table files live (env FLOE_STORAGE): "embedded"
+	// (default: Floe's own S3-compatible endpoint over WarehouseDir) or
+	// "s3" (AWS S3 or an S3-compatible store at WarehouseLocation, with
+	// credentials vended through STS; see S3).
+	Storage string `yaml:"storage"`
+	// WarehouseDir is the directory the embedded store keeps table files in
+	// (env FLOE_WAREHOUSE_DIR, default <data_dir>/warehouse). It is served
+	// as the bucket named after the warehouse.
+	WarehouseDir string `yaml:"warehouse_dir"`
+	// WarehouseLocation is the URI of the warehouse root (env
+	// FLOE_WAREHOUSE_LOCATION). Embedded storage: always s3://<warehouse>
+	// (a file:// URI here is taken as WarehouseDir). Storage "s3":
+	// required, e.g. s3://my-bucket/floe.
 	WarehouseLocation string `yaml:"warehouse_location"`
+	// S3Listen is the address of the embedded S3 endpoint (env
+	// FLOE_S3_LISTEN, default 127.0.0.1:9100; "off" disables it, and with it
+	// credential vending on embedded storage).
+	S3Listen string `yaml:"s3_listen"`
+	// S3PublicURL is the URL engines reach the embedded S3 endpoint at,
+	// handed out as s3.endpoint (env FLOE_S3_PUBLIC_URL, default
+	// http://<s3_listen address>).
+	S3PublicURL string `yaml:"s3_public_url"`
+	// Region is the S3 signing region (env FLOE_REGION, default us-east-1).
+	// For storage "s3" it is the bucket's region.
+	Region string `yaml:"region"`
+	// CredentialTTL is the lifetime of vended storage credentials (env
+	// FLOE_CREDENTIAL_TTL, default 1h, 15m to 12h).
+	CredentialTTL time.Duration `yaml:"credential_ttl"`
+	// Encryption encrypts every object of the embedded store at rest with
+	// AES-256-GCM (env FLOE_ENCRYPTION, default true).
+	Encryption bool `yaml:"encryption"`
+	// EncryptionKeyFile holds the warehouse keys (env
+	// FLOE_ENCRYPTION_KEY_FILE): lines "<id> <base64 32 bytes>", the last is
+	// current; mode 0600. Default <data_dir>/keys/warehouse.keys, created
+	// with a fresh key on first start. Keep it off the data disk in
+	// production: whoever has both can read the data.
+	EncryptionKeyFile string `yaml:"encryption_key_file"`
+	// EncryptionKey is a base64 warehouse key given directly (env
+	// FLOE_ENCRYPTION_KEY only); it takes precedence over the key file.
+	EncryptionKey string `yaml:"-"`
+	// S3 configures external S3 storage (storage "s3").
+	S3 ExternalS3 `yaml:"s3"`
 	// TokenTTL is the lifetime of access tokens (env FLOE_TOKEN_TTL, default
 	// 15m, at most 24h).
 	TokenTTL time.Duration `yaml:"token_ttl"`
@@ -87,16 +126,38 @@ type Config struct {
 	MaintenanceHook maint.Hook `yaml:"-"`
 }
 
+// ExternalS3 configures a warehouse on AWS S3 or an S3-compatible store.
+// Floe itself uses the AWS default credential chain (environment, shared
+// config, instance role); engines get credentials from STS AssumeRole of
+// RoleARN with a session policy scoped to one table.
+type ExternalS3 struct {
+	// Endpoint is a custom S3 endpoint (env FLOE_S3_ENDPOINT; "" = AWS).
+	Endpoint string `yaml:"endpoint"`
+	// PathStyle addresses buckets by path (env FLOE_S3_PATH_STYLE).
+	PathStyle bool `yaml:"path_style"`
+	// RoleARN is the role vended credentials assume (env FLOE_S3_ROLE_ARN).
+	RoleARN string `yaml:"role_arn"`
+	// ExternalID is passed to AssumeRole (env FLOE_S3_EXTERNAL_ID).
+	ExternalID string `yaml:"external_id"`
+	// STSEndpoint is a custom STS endpoint (env FLOE_STS_ENDPOINT; "" = AWS).
+	STSEndpoint string `yaml:"sts_endpoint"`
+}
+
 // Defaults returns the embedded-default configuration.
 func Defaults() Config {
 	return Config{
-		DataDir:      "floe-data",
-		Listen:       "127.0.0.1:8181",
-		Warehouse:    "floe",
-		TokenTTL:     15 * time.Minute,
-		MaxBodyBytes: 16 << 20,
-		LogLevel:     "info",
-		LogFormat:    "text",
+		DataDir:       "floe-data",
+		Listen:        "127.0.0.1:8181",
+		Warehouse:     "floe",
+		Storage:       "embedded",
+		S3Listen:      "127.0.0.1:9100",
+		Region:        "us-east-1",
+		Encryption:    true,
+		CredentialTTL: time.Hour,
+		TokenTTL:      15 * time.Minute,
+		MaxBodyBytes:  16 << 20,
+		LogLevel:      "info",
+		LogFormat:     "text",
 
 		Maintenance:         true,
 		MaintenanceInterval: maint.DefaultInterval,
@@ -134,6 +195,17 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	str("FLOE_LOG_LEVEL", &c.LogLevel)
 	str("FLOE_LOG_FORMAT", &c.LogFormat)
 	str("FLOE_PUBLIC_URL", &c.PublicURL)
+	str("FLOE_STORAGE", &c.Storage)
+	str("FLOE_WAREHOUSE_DIR", &c.WarehouseDir)
+	str("FLOE_S3_LISTEN", &c.S3Listen)
+	str("FLOE_S3_PUBLIC_URL", &c.S3PublicURL)
+	str("FLOE_REGION", &c.Region)
+	str("FLOE_ENCRYPTION_KEY_FILE", &c.EncryptionKeyFile)
+	str("FLOE_ENCRYPTION_KEY", &c.EncryptionKey)
+	str("FLOE_S3_ENDPOINT", &c.S3.Endpoint)
+	str("FLOE_S3_ROLE_ARN", &c.S3.RoleARN)
+	str("FLOE_S3_EXTERNAL_ID", &c.S3.ExternalID)
+	str("FLOE_STS_ENDPOINT", &c.S3.STSEndpoint)
 	if v := getenv("FLOE_AUTH_FAILURES_PER_MINUTE"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -149,7 +221,8 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		c.TokenTTL = d
 	}
 	for name, dst := range map[string]*time.Duration{"FLOE_MAINTENANCE_INTERVAL": &c.MaintenanceInterval,
-		"FLOE_MAINTENANCE_LEASE_TTL": &c.MaintenanceLeaseTTL, "FLOE_SNAPSHOT_RETENTION": &c.SnapshotRetention} {
+		"FLOE_MAINTENANCE_LEASE_TTL": &c.MaintenanceLeaseTTL, "FLOE_SNAPSHOT_RETENTION": &c.SnapshotRetention,
+		"FLOE_CREDENTIAL_TTL": &c.CredentialTTL} {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -158,7 +231,8 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 			*dst = d
 		}
 	}
-	for name, dst := range map[string]*bool{"FLOE_INSECURE_NO_AUTH": &c.InsecureNoAuth, "FLOE_DEMO": &c.Demo, "FLOE_MAINTENANCE": &c.Maintenance} {
+	for name, dst := range map[string]*bool{"FLOE_INSECURE_NO_AUTH": &c.InsecureNoAuth, "FLOE_DEMO": &c.Demo, "FLOE_MAINTENANCE": &c.Maintenance,
+		"FLOE_ENCRYPTION": &c.Encryption, "FLOE_S3_PATH_STYLE": &c.S3.PathStyle} {
 		if v := getenv(name); v != "" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -187,8 +261,8 @@ func (c *Config) Finish() error {
 	if c.Store == "" {
 		c.Store = filepath.Join(c.DataDir, "floe.db")
 	}
-	if c.WarehouseLocation == "" {
-		c.WarehouseLocation = "file://" + filepath.ToSlash(filepath.Join(c.DataDir, "warehouse"))
+	if err := c.finishStorage(); err != nil {
+		return err
 	}
 	switch {
 	case c.Warehouse == "" || strings.ContainsAny(c.Warehouse, "/ \t?#%"):
@@ -201,6 +275,8 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("maintenance_interval %s: must be at least 10ms", c.MaintenanceInterval)
 	case c.MaintenanceLeaseTTL < 0:
 		return fmt.Errorf("maintenance_lease_ttl %s: must not be negative", c.MaintenanceLeaseTTL)
+	case c.CredentialTTL < 15*time.Minute || c.CredentialTTL > 12*time.Hour:
+		return fmt.Errorf("credential_ttl %s: must be between 15m and 12h", c.CredentialTTL)
 	case c.SnapshotRetention <= 0:
 		return fmt.Errorf("snapshot_retention %s: must be positive", c.SnapshotRetention)
 	}
@@ -218,6 +294,52 @@ func (c *Config) Finish() error {
 	}
 	if c.BootstrapCredential != "" && !strings.Contains(c.BootstrapCredential, ":") {
 		return fmt.Errorf("FLOE_BOOTSTRAP_CREDENTIAL must be client_id:secret")
+	}
+	return nil
+}
+
+// finishStorage derives and checks the storage settings.
+func (c *Config) finishStorage() error {
+	switch c.Storage {
+	case "", "embedded":
+		c.Storage = "embedded"
+		if strings.HasPrefix(c.WarehouseLocation, "file://") && c.WarehouseDir == "" {
+			c.WarehouseDir = strings.TrimPrefix(c.WarehouseLocation, "file://")
+		} else if c.WarehouseLocation != "" && c.WarehouseLocation != "s3://"+c.Warehouse {
+			return fmt.Errorf("warehouse_location %q: embedded storage keeps the warehouse at s3://%s (set warehouse_dir to move its files, or storage: s3 for external S3)", c.WarehouseLocation, c.Warehouse)
+		}
+		if c.WarehouseDir == "" {
+			c.WarehouseDir = filepath.Join(c.DataDir, "warehouse")
+		}
+		abs, err := filepath.Abs(c.WarehouseDir)
+		if err != nil {
+			return fmt.Errorf("warehouse_dir: %w", err)
+		}
+		c.WarehouseDir = abs
+		c.WarehouseLocation = "s3://" + c.Warehouse
+		if len(c.Warehouse) < 3 || len(c.Warehouse) > 63 || strings.ToLower(c.Warehouse) != c.Warehouse || strings.ContainsAny(c.Warehouse, "_.") {
+			return fmt.Errorf("warehouse %q: on embedded storage the warehouse is the bucket name: 3-63 lower-case letters, digits and '-'", c.Warehouse)
+		}
+		if c.Encryption && c.EncryptionKey == "" && c.EncryptionKeyFile == "" {
+			c.EncryptionKeyFile = filepath.Join(c.DataDir, "keys", "warehouse.keys")
+		}
+	case "s3":
+		u, err := url.Parse(c.WarehouseLocation)
+		if err != nil || (u.Scheme != "s3") || u.Host == "" {
+			return fmt.Errorf("warehouse_location %q: storage s3 needs an s3://bucket[/prefix] location", c.WarehouseLocation)
+		}
+		if c.S3.RoleARN == "" {
+			return fmt.Errorf("s3.role_arn (FLOE_S3_ROLE_ARN) is required with storage s3: Floe vends credentials by assuming it")
+		}
+	default:
+		return fmt.Errorf("storage %q: must be embedded or s3", c.Storage)
+	}
+	if c.S3PublicURL != "" {
+		u, err := url.Parse(c.S3PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("s3_public_url %q: must be an http or https URL without a path", c.S3PublicURL)
+		}
+		c.S3PublicURL = strings.TrimSuffix(c.S3PublicURL, "/")
 	}
 	return nil
 }

@@ -28,8 +28,9 @@ func TestConfig_Precedence(t *testing.T) {
 	if c.Listen != "127.0.0.1:9999" || c.Warehouse != "fromenv" || !c.Demo || c.TokenTTL != 30*time.Minute {
 		t.Errorf("precedence wrong: %+v", c)
 	}
-	if c.Store != filepath.Join(dir, "floe.db") || c.WarehouseLocation != "file://"+filepath.ToSlash(filepath.Join(dir, "warehouse")) {
-		t.Errorf("derived defaults: %q %q", c.Store, c.WarehouseLocation)
+	if c.Store != filepath.Join(dir, "floe.db") || c.WarehouseLocation != "s3://fromenv" || c.WarehouseDir != filepath.Join(dir, "warehouse") ||
+		c.EncryptionKeyFile != filepath.Join(dir, "keys", "warehouse.keys") || c.CredentialTTL != time.Hour || c.S3Listen != "127.0.0.1:9100" {
+		t.Errorf("derived defaults: %q %q %q %q %s %q", c.Store, c.WarehouseLocation, c.WarehouseDir, c.EncryptionKeyFile, c.CredentialTTL, c.S3Listen)
 	}
 }
 
@@ -47,6 +48,13 @@ func TestConfig_Invalid(t *testing.T) {
 		{name: "bad env bool", env: map[string]string{"FLOE_DEMO": "maybe"}, want: "FLOE_DEMO"},
 		{name: "bad env duration", env: map[string]string{"FLOE_TOKEN_TTL": "soon"}, want: "FLOE_TOKEN_TTL"},
 		{name: "unknown yaml key", yaml: "lisen: x\n", want: "lisen"},
+		{name: "bucket name", edit: func(c *Config) { c.Warehouse = "Big_WH" }, want: "bucket name"},
+		{name: "credential ttl", env: map[string]string{"FLOE_CREDENTIAL_TTL": "13h"}, want: "credential_ttl"},
+		{name: "storage", env: map[string]string{"FLOE_STORAGE": "ftp"}, want: "storage"},
+		{name: "s3 needs location", env: map[string]string{"FLOE_STORAGE": "s3", "FLOE_S3_ROLE_ARN": "arn:aws:iam::1:role/r"}, want: "warehouse_location"},
+		{name: "s3 needs role", env: map[string]string{"FLOE_STORAGE": "s3", "FLOE_WAREHOUSE_LOCATION": "s3://b/w"}, want: "role_arn"},
+		{name: "embedded location", env: map[string]string{"FLOE_WAREHOUSE_LOCATION": "s3://elsewhere"}, want: "embedded storage"},
+		{name: "s3 public url", env: map[string]string{"FLOE_S3_PUBLIC_URL": "http://h:1/path"}, want: "s3_public_url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

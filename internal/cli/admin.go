@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/floe-lake/floe/objstore/sse"
 )
 
 // signingKeyCmd is `floe signing-key rotate`.
@@ -33,6 +35,40 @@ expired, then they are pruned; clients notice nothing.`}
 		return nil
 	}
 	cmd.AddCommand(rotate)
+	return cmd
+}
+
+// encryptionCmd is `floe encryption new-key` and `floe encryption rewrap`.
+func encryptionCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	cmd := &cobra.Command{Use: "encryption", Short: "Manage the warehouse keys that encrypt the embedded store at rest"}
+	newKey := &cobra.Command{Use: "new-key", Args: cobra.NoArgs,
+		Short: "Print a new key line to append to the key file",
+		Long: `Print a line "<id> <base64 key>" for a new 256-bit warehouse key. Append it to
+the key file (the last key is current), restart the nodes, then run
+"floe encryption rewrap" to move existing objects to it.`}
+	newKey.RunE = func(c *cobra.Command, _ []string) error {
+		k, err := sse.GenerateKey()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "k%s %s\n", time.Now().UTC().Format("20060102T150405"), k)
+		return nil
+	}
+	rewrap := &cobra.Command{Use: "rewrap", Args: cobra.NoArgs,
+		Short: "Re-wrap every object's data key under the current warehouse key (no data is rewritten)"}
+	load := configFlags(rewrap.Flags(), getenv)
+	rewrap.RunE = func(c *cobra.Command, _ []string) error {
+		a, err := openApp(c, load, stderr)
+		if err != nil {
+			return err
+		}
+		defer a.Close(context.Background())
+		start := time.Now()
+		res, err := a.RewrapObjects(c.Context())
+		fmt.Fprintf(stdout, "scanned %d objects: %d re-wrapped, %d not encrypted (%s)\n", res.Scanned, res.Rewrapped, res.Plaintext, time.Since(start).Round(time.Millisecond))
+		return err
+	}
+	cmd.AddCommand(newKey, rewrap)
 	return cmd
 }
 

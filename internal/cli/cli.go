@@ -30,7 +30,7 @@ func Root(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(serveCmd(stdout, stderr, getenv), principalCmd(stdout, stderr, getenv),
-		signingKeyCmd(stdout, stderr, getenv), auditCmd(stdout, stderr, getenv))
+		signingKeyCmd(stdout, stderr, getenv), auditCmd(stdout, stderr, getenv), encryptionCmd(stdout, stderr, getenv))
 	return root
 }
 
@@ -43,7 +43,7 @@ func configFlags(fs *pflag.FlagSet, getenv func(string) string) func() (app.Conf
 	dataDir := fs.String("data-dir", def.DataDir, "data directory: SQLite metadata and the local warehouse (env FLOE_DATA_DIR)")
 	store := fs.String("store", "", "metadata store: SQLite path or postgres:// URL (env FLOE_STORE; default <data-dir>/floe.db)")
 	wh := fs.String("warehouse", def.Warehouse, "default warehouse name, used as the REST prefix (env FLOE_WAREHOUSE)")
-	whLoc := fs.String("warehouse-location", "", "warehouse root location (env FLOE_WAREHOUSE_LOCATION; default file://<data-dir>/warehouse)")
+	whLoc := fs.String("warehouse-location", "", "warehouse root for storage s3, e.g. s3://bucket/prefix (env FLOE_WAREHOUSE_LOCATION; embedded storage: s3://<warehouse>)")
 	logLevel := fs.String("log-level", def.LogLevel, "debug, info, warn or error (env FLOE_LOG_LEVEL)")
 	logFormat := fs.String("log-format", def.LogFormat, "text or json (env FLOE_LOG_FORMAT)")
 	return func() (app.Config, error) {
@@ -103,6 +103,7 @@ credential once.`,
 	maintOn := cmd.Flags().Bool("maintenance", app.Defaults().Maintenance, "run table maintenance (snapshot expiry) in the background (env FLOE_MAINTENANCE)")
 	maintEvery := cmd.Flags().Duration("maintenance-interval", app.Defaults().MaintenanceInterval, "maintenance schedule tick (env FLOE_MAINTENANCE_INTERVAL)")
 	retention := cmd.Flags().Duration("snapshot-retention", app.Defaults().SnapshotRetention, "expire snapshots older than this unless a table property says otherwise (env FLOE_SNAPSHOT_RETENTION)")
+	s3Listen := cmd.Flags().String("s3-listen", app.Defaults().S3Listen, "embedded S3 endpoint listen address, or off (env FLOE_S3_LISTEN)")
 	publicURL := cmd.Flags().String("public-url", "", "URL clients reach this server at; the OAuth issuer (env FLOE_PUBLIC_URL; default http://<listen>)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := load()
@@ -130,6 +131,9 @@ credential once.`,
 		if cmd.Flags().Changed("snapshot-retention") {
 			cfg.SnapshotRetention = *retention
 		}
+		if cmd.Flags().Changed("s3-listen") {
+			cfg.S3Listen = *s3Listen
+		}
 		if cmd.Flags().Changed("public-url") {
 			cfg.PublicURL = *publicURL
 		}
@@ -149,6 +153,17 @@ credential once.`,
 		c := a.Config()
 		fmt.Fprintf(stdout, "Floe is running.\n  Iceberg REST catalog: %s   (warehouse %q)\n  OAuth2 token URL:     %s/v1/oauth/tokens\n  Metadata store:       %s\n  Warehouse location:   %s\n",
 			a.URL(), c.Warehouse, a.Auth().Issuer(), redactDSN(c.Store), c.WarehouseLocation)
+		if u := a.S3URL(); u != "" {
+			enc := "off"
+			if c.Encryption {
+				enc = "AES-256-GCM, keys in " + c.EncryptionKeyFile
+				if c.EncryptionKey != "" {
+					enc = "AES-256-GCM, key from FLOE_ENCRYPTION_KEY"
+				}
+			}
+			fmt.Fprintf(stdout, "  S3 endpoint:          %s   (bucket %q = %s; engines get credentials from loadTable)\n  Encryption at rest:   %s\n",
+				u, c.Warehouse, c.WarehouseDir, enc)
+		}
 		if a.Bootstrap != nil {
 			fmt.Fprintf(stdout, "\nFirst admin credential (shown only once, stored hashed):\n  client_id:     %s\n  client_secret: %s\n  PyIceberg:     load_catalog(\"floe\", uri=%q, warehouse=%q, credential=%q)\n",
 				a.Bootstrap.ClientID, a.Bootstrap.Secret, a.URL(), c.Warehouse, a.Bootstrap.String())

@@ -17,6 +17,8 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
+	// s3:// table locations: files go through Floe's S3 endpoint with vended credentials.
+	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 )
 
 // Namespace is where the demo tables live.

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,7 @@ func Start(t testing.TB, opts ...Option) *Floe {
 	cfg := app.Defaults()
 	cfg.DataDir = dir
 	cfg.Listen = "127.0.0.1:0"
+	cfg.S3Listen = "127.0.0.1:0"
 	cfg.BootstrapCredential = "test-admin:test-admin-secret"
 	if dsn := os.Getenv("FLOE_TEST_STORE"); dsn != "" {
 		cfg.Store = dsn
@@ -102,7 +104,13 @@ func (f *Floe) Token(t testing.TB) string {
 // TokenFor obtains a token with the client-credentials grant.
 func (f *Floe) TokenFor(t testing.TB, id, secret string) string {
 	t.Helper()
-	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {id}, "client_secret": {secret}, "scope": {"catalog"}}
+	return f.TokenScoped(t, id, secret, "catalog")
+}
+
+// TokenScoped obtains a token with the client-credentials grant and scope.
+func (f *Floe) TokenScoped(t testing.TB, id, secret, scope string) string {
+	t.Helper()
+	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {id}, "client_secret": {secret}, "scope": {scope}}
 	resp, err := f.Client().PostForm(f.URL+"/v1/oauth/tokens", form)
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +187,13 @@ func (f *Floe) DoAs(t testing.TB, token, method, path string, body any, headers 
 		t.Fatal(err)
 	}
 	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// LocalPath maps a location in the embedded warehouse (s3://<warehouse>/key)
+// to the file that holds it (ciphertext when encryption is on).
+func (f *Floe) LocalPath(location string) string {
+	key := strings.TrimPrefix(location, "s3://"+f.Warehouse+"/")
+	return filepath.Join(f.App.Config().WarehouseDir, filepath.FromSlash(key))
 }
 
 // P prefixes a path with /v1/<warehouse>.

@@ -16,6 +16,8 @@ import (
 	"github.com/apache/iceberg-go/catalog/catalogtest"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
+	// s3:// table locations: files go through Floe's S3 endpoint with vended credentials.
+	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 
 	"github.com/floe-lake/floe/internal/testkit"
 )

@@ -1,0 +1,352 @@
+package restcat
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/vend"
+)
+
+// Vending configures storage access delegation: what loadTable,
+// createTable and registerTable hand out with a table, and what the
+// credentials and sign endpoints serve.
+type Vending struct {
+	// Minter mints credentials for a table's location prefix (Floe's
+	// embedded STS, or AWS STS AssumeRole).
+	Minter vend.Minter
+	// Endpoint is the S3 endpoint clients use ("" for AWS S3 itself).
+	Endpoint string
+	// Region is the signing region clients use.
+	Region string
+	// PathStyle makes clients address buckets by path (required for
+	// Floe's embedded endpoint).
+	PathStyle bool
+	// TTL is the credential lifetime (clamped by vend to 15 min–12 h).
+	TTL time.Duration
+	// CanWrite decides whether the caller may write the table's files.
+	// Nil: a token that may change the catalog may write (scope catalog),
+	// a read-only token (scope catalog:read) gets read-only credentials.
+	CanWrite func(ctx context.Context, wh string, id catalog.Ident) bool
+	// Audit, if set, records every credential handed out.
+	Audit func(ctx context.Context, action, resource string, detail map[string]any)
+
+	signMu    sync.Mutex
+	signCache map[signKey]vendedCreds
+}
+
+type signKey struct {
+	principal, prefix string
+	write             bool
+}
+
+type vendedCreds struct {
+	creds vend.Credentials
+	sess  vend.Session
+}
+
+// Delegation modes a client may ask for in X-Iceberg-Access-Delegation.
+const (
+	delegateVended = "vended-credentials"
+	delegateSign   = "remote-signing"
+)
+
+// delegation reads X-Iceberg-Access-Delegation. Without the header Floe
+// vends credentials anyway: that is its default. Only a client that asks for
+// remote signing alone gets the signer configuration instead.
+func delegation(r *http.Request) string {
+	h := r.Header.Get("X-Iceberg-Access-Delegation")
+	if h == "" {
+		return delegateVended
+	}
+	sign := false
+	for _, m := range strings.Split(h, ",") {
+		switch strings.TrimSpace(m) {
+		case delegateVended:
+			return delegateVended
+		case delegateSign:
+			sign = true
+		}
+	}
+	if sign {
+		return delegateSign
+	}
+	return delegateVended
+}
+
+// s3Location splits s3://bucket/key (also s3a://, s3n://) into bucket and
+// key prefix with a trailing slash.
+func s3Location(loc string) (bucket, prefix string, ok bool) {
+	u, err := url.Parse(loc)
+	if err != nil {
+		return "", "", false
+	}
+	switch u.Scheme {
+	case "s3", "s3a", "s3n":
+	default:
+		return "", "", false
+	}
+	p := strings.Trim(u.Path, "/")
+	if u.Host == "" || p == "" {
+		return "", "", false
+	}
+	return u.Host, p + "/", true
+}
+
+// tableAccess is what a LoadTableResult carries for storage access.
+type tableAccess struct {
+	Config             map[string]string   `json:"config"`
+	StorageCredentials []storageCredential `json:"storage-credentials,omitempty"`
+}
+
+type storageCredential struct {
+	Prefix string            `json:"prefix"`
+	Config map[string]string `json:"config"`
+}
+
+// mayWrite decides read-write vs read-only access for the caller.
+func (v *Vending) mayWrite(ctx context.Context, wh string, id catalog.Ident) bool {
+	if v.CanWrite != nil {
+		return v.CanWrite(ctx, wh, id)
+	}
+	c, ok := auth.ClaimsFrom(ctx)
+	if !ok {
+		return true // authentication is off (local demo)
+	}
+	return c.CanWriteCatalog()
+}
+
+// session describes the caller and table for a credential.
+func session(ctx context.Context, id catalog.Ident, bucket, prefix string, write bool) vend.Session {
+	s := vend.Session{Table: id.String(), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix, Access: vend.Read}}}
+	if write {
+		s.Grants[0].Access = vend.ReadWrite
+	}
+	if c, ok := auth.ClaimsFrom(ctx); ok {
+		s.Principal, s.PrincipalID, s.TokenID = c.Principal, c.PrincipalID, c.TokenID
+	} else {
+		s.Principal = "anonymous"
+	}
+	return s
+}
+
+// access returns the storage access for a table at tableLoc. A location
+// that is not on S3 gets an empty config.
+func (h *Handler) access(r *http.Request, wh string, id catalog.Ident, tableLoc string) (tableAccess, error) {
+	v := h.opts.Vending
+	out := tableAccess{Config: map[string]string{}}
+	if v == nil {
+		return out, nil
+	}
+	bucket, prefix, ok := s3Location(tableLoc)
+	if !ok {
+		return out, nil
+	}
+	ctx := r.Context()
+	cfg := v.clientConfig()
+	if delegation(r) == delegateSign {
+		cfg["s3.remote-signing-enabled"] = "true"
+		cfg["s3.signer.uri"] = h.baseURL(r)
+		cfg["s3.signer.endpoint"] = tablePath(r, id) + "/sign"
+		if tok, ok := bearer(r); ok {
+			cfg["token"] = tok // PyIceberg's signer authenticates with the table config's token
+		}
+		out.Config = cfg
+		return out, nil
+	}
+	write := v.mayWrite(ctx, wh, id)
+	creds, sess, err := v.Minter.Mint(ctx, session(ctx, id, bucket, prefix, write), v.TTL)
+	if err != nil {
+		return out, floe.Wrap(floe.Unavailable, err, "cannot vend storage credentials for %s", id)
+	}
+	v.audit(ctx, sess)
+	credCfg := credentialConfig(creds)
+	for k, val := range credCfg {
+		cfg[k] = val
+	}
+	cfg["client.refresh-credentials-endpoint"] = tablePath(r, id) + "/credentials"
+	cfg["client.refresh-credentials-enabled"] = "true"
+	out.Config = cfg
+	sc := v.clientConfig()
+	for k, val := range credCfg {
+		sc[k] = val
+	}
+	out.StorageCredentials = []storageCredential{{Prefix: "s3://" + bucket + "/" + prefix, Config: sc}}
+	return out, nil
+}
+
+func (v *Vending) audit(ctx context.Context, s vend.Session) {
+	if v.Audit == nil {
+		return
+	}
+	g := s.Grants[0]
+	v.Audit(ctx, "storage.credentials.vend", "table:"+s.Table, map[string]any{
+		"credential_id": s.ID, "access_key_id": s.AccessKeyID, "access": g.Access.String(),
+		"location": "s3://" + g.Bucket + "/" + g.Prefix, "expires": s.Expires.UTC().Format(time.RFC3339), "token_id": s.TokenID,
+	})
+}
+
+// clientConfig is the static S3 client configuration.
+func (v *Vending) clientConfig() map[string]string {
+	cfg := map[string]string{}
+	if v.Endpoint != "" {
+		cfg["s3.endpoint"] = v.Endpoint
+	}
+	if v.PathStyle {
+		cfg["s3.path-style-access"] = "true"
+		cfg["s3.force-virtual-addressing"] = "false"
+	}
+	if v.Region != "" {
+		cfg["client.region"] = v.Region
+		cfg["s3.region"] = v.Region
+	}
+	return cfg
+}
+
+func credentialConfig(c vend.Credentials) map[string]string {
+	return map[string]string{
+		"s3.access-key-id":               c.AccessKeyID,
+		"s3.secret-access-key":           c.SecretAccessKey,
+		"s3.session-token":               c.SessionToken,
+		"s3.session-token-expires-at-ms": strconv.FormatInt(c.Expires.UnixMilli(), 10),
+	}
+}
+
+// baseURL is the catalog's base URL as the client reached it.
+func (h *Handler) baseURL(r *http.Request) string {
+	if h.opts.PublicURL != "" {
+		return strings.TrimSuffix(h.opts.PublicURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// tablePath is the relative REST path of a table: v1/{prefix}/namespaces/{ns}/tables/{table}.
+func tablePath(r *http.Request, id catalog.Ident) string {
+	return "v1/" + url.PathEscape(r.PathValue("prefix")) + "/namespaces/" +
+		url.PathEscape(strings.Join(id.Namespace, "\x1f")) + "/tables/" + url.PathEscape(id.Name)
+}
+
+// loadCredentials serves GET .../tables/{table}/credentials.
+func (h *Handler) loadCredentials(w http.ResponseWriter, r *http.Request) error {
+	wh, id, err := h.identRequest(r, "table")
+	if err != nil {
+		return err
+	}
+	st, err := h.cat.LoadTable(r.Context(), wh, id)
+	if err != nil {
+		return err
+	}
+	if h.opts.Vending == nil {
+		return floe.E(floe.Unsupported, "", "this server does not vend storage credentials")
+	}
+	r.Header.Set("X-Iceberg-Access-Delegation", delegateVended)
+	acc, err := h.access(r, wh, id, st.Metadata.Location())
+	if err != nil {
+		return err
+	}
+	creds := acc.StorageCredentials
+	if creds == nil {
+		creds = []storageCredential{}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]any{"storage-credentials": creds})
+	return nil
+}
+
+type remoteSignRequest struct {
+	Region     string              `json:"region"`
+	URI        string              `json:"uri"`
+	Method     string              `json:"method"`
+	Headers    map[string][]string `json:"headers"`
+	Properties map[string]string   `json:"properties"`
+	Body       string              `json:"body"`
+	Provider   string              `json:"provider"`
+}
+
+// signRequest serves POST .../tables/{table}/sign: Floe checks that the
+// object request stays inside the table's location and, for writes, that
+// the caller may write, then signs it with a short-lived credential that
+// never leaves the server.
+func (h *Handler) signRequest(w http.ResponseWriter, r *http.Request) error {
+	wh, id, err := h.identRequest(r, "table")
+	if err != nil {
+		return err
+	}
+	var req remoteSignRequest
+	if err := readJSON(r, &req, "region", "uri", "method", "headers"); err != nil {
+		return err
+	}
+	v := h.opts.Vending
+	if v == nil {
+		return floe.E(floe.Unsupported, "", "this server does not sign storage requests")
+	}
+	if req.Provider != "" && req.Provider != "s3" {
+		return floe.E(floe.Invalid, "", "provider %q is not supported: Floe signs s3 requests", req.Provider)
+	}
+	st, err := h.cat.LoadTable(r.Context(), wh, id)
+	if err != nil {
+		return err
+	}
+	bucket, prefix, ok := s3Location(st.Metadata.Location())
+	if !ok {
+		return floe.E(floe.Invalid, "", "table %s is not stored on S3", id)
+	}
+	target, err := parseSignTarget(req, v.Endpoint)
+	if err != nil {
+		return err
+	}
+	write := target.write()
+	if target.bucket != bucket || !target.inside(prefix) {
+		return floe.E(floe.Forbidden, "location", "%s %s is outside table %s (s3://%s/%s)", req.Method, req.URI, id, bucket, prefix)
+	}
+	if write && !v.mayWrite(r.Context(), wh, id) {
+		return floe.E(floe.Forbidden, "privilege", "the caller may read but not write table %s: cannot sign %s %s", id, req.Method, req.URI)
+	}
+	creds, err := v.signingCreds(r.Context(), id, bucket, prefix, write)
+	if err != nil {
+		return err
+	}
+	headers, err := signS3(req, target.url, creds, v.Region)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-cache")
+	writeJSON(w, http.StatusOK, map[string]any{"uri": target.url.String(), "headers": headers})
+	return nil
+}
+
+// signingCreds returns a cached credential for remote signing, minting a
+// new one when none is valid for at least five more minutes.
+func (v *Vending) signingCreds(ctx context.Context, id catalog.Ident, bucket, prefix string, write bool) (vend.Credentials, error) {
+	s := session(ctx, id, bucket, prefix, write)
+	key := signKey{principal: s.PrincipalID + "/" + s.Principal, prefix: bucket + "/" + prefix, write: write}
+	v.signMu.Lock()
+	c, ok := v.signCache[key]
+	v.signMu.Unlock()
+	if ok && time.Until(c.creds.Expires) > 5*time.Minute {
+		return c.creds, nil
+	}
+	creds, sess, err := v.Minter.Mint(ctx, s, v.TTL)
+	if err != nil {
+		return vend.Credentials{}, floe.Wrap(floe.Unavailable, err, "cannot mint signing credentials for %s", id)
+	}
+	v.audit(ctx, sess)
+	v.signMu.Lock()
+	if v.signCache == nil || len(v.signCache) > 10000 {
+		v.signCache = map[signKey]vendedCreds{}
+	}
+	v.signCache[key] = vendedCreds{creds: creds, sess: sess}
+	v.signMu.Unlock()
+	return creds, nil
+}
