@@ -32,6 +32,11 @@ func (h *Handler) config(w http.ResponseWriter, r *http.Request) error {
 		Overrides: map[string]string{"prefix": wh.Name, "warehouse": wh.Name},
 		Endpoints: h.Endpoints(),
 	}
+	if v := h.opts.Vending; v != nil {
+		// Where table files are and how to address them; the keys come
+		// with each table.
+		cfg.Defaults = v.clientConfig()
+	}
 	if h.opts.Idempotency != nil {
 		cfg.IdempotencyKeyLifetime = isoDuration(h.opts.IdempotencyLifetime.Minutes())
 	}

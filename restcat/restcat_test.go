@@ -76,6 +76,9 @@ func TestConfig(t *testing.T) {
 	if cfg.Overrides["prefix"] != f.Warehouse {
 		t.Errorf("prefix override = %q, want %q", cfg.Overrides["prefix"], f.Warehouse)
 	}
+	if cfg.Defaults["s3.endpoint"] != f.App.S3URL() || cfg.Defaults["s3.path-style-access"] != "true" || cfg.Defaults["s3.access-key-id"] != "" {
+		t.Errorf("defaults %v: want the S3 endpoint and no keys", cfg.Defaults)
+	}
 	if len(cfg.Endpoints) != 27 || cfg.Lifetime != "PT30M" {
 		t.Errorf("endpoints %d (want 27), lifetime %q", len(cfg.Endpoints), cfg.Lifetime)
 	}
