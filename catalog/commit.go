@@ -90,11 +90,17 @@ func (c *Catalog) commit(ctx context.Context, wh string, commits []TableCommit) 
 				return nil, err
 			}
 			written = append(written, s.next.Location)
-			old := ""
+			old, oldLoc := "", ""
 			if s.base != nil {
-				old = s.base.Location
+				old, oldLoc = s.base.Location, s.base.Metadata.Location()
 			}
-			swaps = append(swaps, Swap{Warehouse: wh, Ident: tc.Ident, Kind: KindTable, Old: old, New: s.next.Location})
+			newLoc, err := normalizeLocation(s.next.Metadata.Location())
+			if err != nil {
+				cleanup()
+				return nil, err
+			}
+			swaps = append(swaps, Swap{Warehouse: wh, Ident: tc.Ident, Kind: KindTable, Old: old, New: s.next.Location,
+				Location: newLoc, ClaimLocation: s.base == nil || oldLoc != s.next.Metadata.Location()})
 		}
 		if len(swaps) > 0 {
 			err = c.store.SwapPointers(ctx, swaps)
@@ -113,7 +119,7 @@ func (c *Catalog) commit(ctx context.Context, wh string, commits []TableCommit) 
 				return nil, floe.E(floe.Conflict, "commit", "Requirement failed: table already exists")
 			}
 			return nil, floe.E(floe.Conflict, "commit", "Commit failed: the table changed concurrently %d times; reload and retry", attempt+1)
-		case floe.NotFound:
+		case floe.NotFound, floe.Invalid:
 			cleanup()
 			return nil, err
 		default:
@@ -260,7 +266,7 @@ func (c *Catalog) prepare(ctx context.Context, w Warehouse, tc TableCommit) (*st
 	if s.created && md.Location() == "" {
 		return nil, floe.E(floe.Invalid, "commit", "a staged create must set a location")
 	}
-	if _, err := checkLocation(w, md.Location()); err != nil {
+	if _, err := checkTableLocation(w, md.Location()); err != nil {
 		return nil, err
 	}
 	raw, err := json.Marshal(md)

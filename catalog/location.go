@@ -61,6 +61,19 @@ func checkLocation(wh Warehouse, loc string) (string, error) {
 	return n, nil
 }
 
+// checkTableLocation is checkLocation for a table, which must also not be
+// the warehouse root: its files would contain every other table's.
+func checkTableLocation(wh Warehouse, loc string) (string, error) {
+	n, err := checkLocation(wh, loc)
+	if err != nil {
+		return "", err
+	}
+	if root, _ := normalizeLocation(wh.Location); n == root {
+		return "", floe.E(floe.Invalid, "", "a table's location cannot be the warehouse root (%s)", loc)
+	}
+	return n, nil
+}
+
 // defaultTableLocation is <warehouse>/<ns levels>/<name>-<uuid>: unique per
 // table, so a dropped and re-created table never shares files with the old one.
 func defaultTableLocation(wh Warehouse, id Ident, tableUUID uuid.UUID) string {

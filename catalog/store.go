@@ -37,6 +37,12 @@ type Swap struct {
 	Ident     Ident
 	Kind      Kind
 	Old, New  string
+	// Location is a table's base location (normalized); "" keeps the
+	// stored one. When ClaimLocation is set (the table is new or moved),
+	// the store refuses it with Invalid if another table of the warehouse
+	// lies at, above or below it.
+	Location      string
+	ClaimLocation bool
 }
 
 // Store persists the catalog. Implementations must make each method atomic.
@@ -69,7 +75,8 @@ type Store interface {
 	// a create whose name is taken); a missing namespace gives NotFound.
 	SwapPointers(ctx context.Context, swaps []Swap) error
 	// ReplaceEntity points id at loc whatever it pointed at before, creating it if needed.
-	ReplaceEntity(ctx context.Context, wh string, id Ident, kind Kind, loc string) error
+	// tableLoc is claimed as in Swap (for tables; "" for views).
+	ReplaceEntity(ctx context.Context, wh string, id Ident, kind Kind, loc, tableLoc string) error
 	// DeleteEntity removes the entity of the given kind and returns what it pointed at.
 	DeleteEntity(ctx context.Context, wh string, id Ident, kind Kind) (Entity, error)
 	// RenameEntity moves an entity; NotFound for a missing source or

@@ -62,7 +62,7 @@ func (c *Catalog) CreateTable(ctx context.Context, wh string, ns Namespace, req 
 	if err := c.io.WriteFile(ctx, st.Location, raw); err != nil {
 		return nil, err
 	}
-	if err := c.store.SwapPointers(ctx, []Swap{{Warehouse: wh, Ident: id, Kind: KindTable, New: st.Location}}); err != nil {
+	if err := c.store.SwapPointers(ctx, []Swap{{Warehouse: wh, Ident: id, Kind: KindTable, New: st.Location, Location: loc, ClaimLocation: true}}); err != nil {
 		c.discard(ctx, st.Location)
 		if k := floe.KindOf(err); k == floe.AlreadyExists || k == floe.Conflict {
 			have := KindTable
@@ -97,7 +97,11 @@ func (c *Catalog) placeNew(ctx context.Context, wh string, id Ident, kind Kind, 
 	if loc == "" {
 		loc = defaultTableLocation(w, id, u)
 	}
-	loc, err = checkLocation(w, loc)
+	if kind == KindTable {
+		loc, err = checkTableLocation(w, loc)
+	} else {
+		loc, err = checkLocation(w, loc)
+	}
 	return u, loc, err
 }
 
@@ -221,13 +225,14 @@ func (c *Catalog) RegisterTable(ctx context.Context, wh string, id Ident, metada
 	if err != nil {
 		return nil, err
 	}
-	if _, err := checkLocation(w, st.Metadata.Location()); err != nil {
+	tableLoc, err := checkTableLocation(w, st.Metadata.Location())
+	if err != nil {
 		return nil, err
 	}
 	if overwrite {
-		err = c.store.ReplaceEntity(ctx, wh, id, KindTable, loc)
+		err = c.store.ReplaceEntity(ctx, wh, id, KindTable, loc, tableLoc)
 	} else {
-		err = c.store.SwapPointers(ctx, []Swap{{Warehouse: wh, Ident: id, Kind: KindTable, New: loc}})
+		err = c.store.SwapPointers(ctx, []Swap{{Warehouse: wh, Ident: id, Kind: KindTable, New: loc, Location: tableLoc, ClaimLocation: true}})
 		if floe.KindOf(err) == floe.AlreadyExists || floe.KindOf(err) == floe.Conflict {
 			err = alreadyExists(KindTable, KindTable, id)
 		}

@@ -153,6 +153,7 @@ func (h *Handler) access(r *http.Request, wh string, id catalog.Ident, tableLoc 
 	cfg := v.clientConfig()
 	if delegation(r) == delegateSign {
 		cfg["s3.remote-signing-enabled"] = "true"
+		cfg["s3.signer"] = "S3V4RestSigner" // PyIceberg picks its signer by this name
 		cfg["s3.signer.uri"] = h.baseURL(r)
 		cfg["s3.signer.endpoint"] = tablePath(r, id) + "/sign"
 		if tok, ok := bearer(r); ok {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -306,4 +307,58 @@ func TestRemoteSigning(t *testing.T) {
 	r = f.DoAs(t, ro, "POST", f.P("/namespaces/rs/tables/a/sign"), map[string]any{
 		"region": "us-east-1", "uri": uri, "method": "GET", "headers": map[string][]string{}})
 	mustStatus(t, r, 200)
+}
+
+// TestTableLocationsDoNotOverlap: since credentials are scoped by location
+// prefix, no table may be created or registered at, above or below
+// another table's location (or at the warehouse root).
+func TestTableLocationsDoNotOverlap(t *testing.T) {
+	f := testkit.Start(t)
+	mustStatus(t, f.Do(t, "POST", f.P("/namespaces"), `{"namespace":["ov"]}`), 200)
+	mustStatus(t, f.Do(t, "POST", f.P("/namespaces"), `{"namespace":["other"]}`), 200)
+	var a loadResult
+	r := f.Do(t, "POST", f.P("/namespaces/ov/tables"), createTableBody("a", ""))
+	mustStatus(t, r, 200)
+	r.JSON(t, &a)
+	loc := a.Metadata.Location
+	for name, l := range map[string]string{
+		"same":        loc,
+		"inside":      loc + "/data",
+		"parent":      "s3://floe/ov",
+		"dot-dot":     loc + "/../",
+		"root":        "s3://floe",
+		"root, slash": "s3://floe/",
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := f.Do(t, "POST", f.P("/namespaces/other/tables"), createTableBody("x", fmt.Sprintf(`,"location":%q`, l)))
+			wantErr(t, r, 400, "BadRequestException", "location")
+			mustStatus(t, f.Do(t, "HEAD", f.P("/namespaces/other/tables/x"), nil), 404)
+		})
+	}
+	// Staged creates are checked when they commit.
+	r = f.Do(t, "POST", f.P("/namespaces/other/tables"), createTableBody("st", fmt.Sprintf(`,"location":%q,"stage-create":true`, loc+"/sub")))
+	mustStatus(t, r, 200)
+	var staged struct {
+		Metadata struct {
+			UUID string `json:"table-uuid"`
+		} `json:"metadata"`
+	}
+	r.JSON(t, &staged)
+	wantErr(t, f.Do(t, "POST", f.P("/namespaces/other/tables/st"), fmt.Sprintf(`{"requirements":[{"type":"assert-create"}],"updates":[
+		{"action":"assign-uuid","uuid":%q},{"action":"upgrade-format-version","format-version":2},
+		{"action":"add-schema","schema":%s},{"action":"set-current-schema","schema-id":-1},
+		{"action":"add-spec","spec":{"spec-id":0,"fields":[]}},{"action":"set-default-spec","spec-id":-1},
+		{"action":"add-sort-order","sort-order":{"order-id":0,"fields":[]}},{"action":"set-default-sort-order","sort-order-id":-1},
+		{"action":"set-location","location":%q}]}`, staged.Metadata.UUID, schemaJSON, loc+"/sub")), 400, "BadRequestException", "location")
+	// Registering another table's metadata file is refused.
+	wantErr(t, f.Do(t, "POST", f.P("/namespaces/other/register"), map[string]any{"name": "copy", "metadata-location": a.MetadataLocation}),
+		400, "BadRequestException", "overlaps")
+	// A commit that moves a table into another's location is refused.
+	mustStatus(t, f.Do(t, "POST", f.P("/namespaces/other/tables"), createTableBody("b", "")), 200)
+	wantErr(t, f.Do(t, "POST", f.P("/namespaces/other/tables/b"), fmt.Sprintf(`{"requirements":[],"updates":[{"action":"set-location","location":%q}]}`, loc+"/b")),
+		400, "BadRequestException", "overlaps")
+	// A sibling whose name extends a's is fine, and dropping a frees its location.
+	mustStatus(t, f.Do(t, "POST", f.P("/namespaces/other/tables"), createTableBody("sib", fmt.Sprintf(`,"location":%q`, loc+"x"))), 200)
+	mustStatus(t, f.Do(t, "DELETE", f.P("/namespaces/ov/tables/a"), nil), 204)
+	mustStatus(t, f.Do(t, "POST", f.P("/namespaces/other/register"), map[string]any{"name": "copy", "metadata-location": a.MetadataLocation}), 200)
 }

@@ -130,8 +130,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		bodyLen: -1,
 	}
 	in := &countingReader{rc: r.Body}
-	if r.Body != nil && r.Body != http.NoBody {
+	if orig := r.Body; orig != nil && orig != http.NoBody {
 		r.Body = in
+		// net/http decides from r.Body's own type whether an unread body
+		// (a refused upload sent with Expect: 100-continue) is drained or
+		// the connection closed: give it back its body so a refusal is
+		// answered at once, before the client sends the payload.
+		defer func() { r.Body = orig }()
 	}
 	q.r = r
 	h := w.Header()
@@ -227,7 +232,7 @@ func splitPath(p string) (bucketName, key string, err error) {
 // the response has already started, and returns the S3 code.
 func (s *Server) writeError(q *request, err error) string {
 	ae := toAPIError(err)
-	if ae.Status >= 500 {
+	if ae.Status >= 500 && ae.Status != http.StatusNotImplemented {
 		s.log.ErrorContext(q.r.Context(), "s3api: request failed", "request_id", q.id, "op", q.op,
 			"bucket", q.bucket, "key", q.key, "status", ae.Status, "err", err)
 	} else {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/catalog"
@@ -349,12 +350,17 @@ func (s *Store) SwapPointers(ctx context.Context, swaps []catalog.Swap) error {
 
 func (s *Store) swap(ctx context.Context, c conn, sw catalog.Swap, now any) error {
 	id := sw.Ident
-	if sw.Old == "" {
-		return s.insertEntity(ctx, c, sw.Warehouse, id, sw.Kind, sw.New, now)
+	if sw.ClaimLocation && sw.Location != "" {
+		if err := s.claimLocation(ctx, c, sw.Warehouse, id, sw.Location); err != nil {
+			return err
+		}
 	}
-	n, err := c.exec(ctx, `UPDATE entities SET metadata_location = ?, updated_at = ?
+	if sw.Old == "" {
+		return s.insertEntity(ctx, c, sw.Warehouse, id, sw.Kind, sw.New, sw.Location, now)
+	}
+	n, err := c.exec(ctx, `UPDATE entities SET metadata_location = ?, updated_at = ?, location = COALESCE(?, location)
 		WHERE warehouse = ? AND namespace = ? AND name = ? AND kind = ? AND metadata_location = ?`,
-		sw.New, now, sw.Warehouse, id.Namespace.Key(), id.Name, string(sw.Kind), sw.Old)
+		sw.New, now, nullable(sw.Location), sw.Warehouse, id.Namespace.Key(), id.Name, string(sw.Kind), sw.Old)
 	if err != nil || n == 1 {
 		return err
 	}
@@ -379,13 +385,60 @@ func (s *Store) swap(ctx context.Context, c conn, sw catalog.Swap, now any) erro
 
 // insertEntity creates an entity: NotFound if the namespace is missing,
 // AlreadyExists if the name is taken by a table or a view.
-func (s *Store) insertEntity(ctx context.Context, c conn, wh string, id catalog.Ident, kind catalog.Kind, loc string, now any) error {
-	return s.upsertEntity(ctx, c, wh, id, kind, loc, now, "DO NOTHING")
+func (s *Store) insertEntity(ctx context.Context, c conn, wh string, id catalog.Ident, kind catalog.Kind, loc, tableLoc string, now any) error {
+	return s.upsertEntity(ctx, c, wh, id, kind, loc, tableLoc, now, "DO NOTHING")
+}
+
+// nullable maps "" to SQL NULL.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// claimLocation refuses loc when another table of wh lies at, above or
+// below it: vended credentials are scoped to a table's location prefix,
+// so overlapping tables would read each other's files. Claims in one
+// warehouse are serialized (the warehouse row is locked on PostgreSQL;
+// SQLite has one writer).
+func (s *Store) claimLocation(ctx context.Context, c conn, wh string, id catalog.Ident, loc string) error {
+	if _, err := c.exists(ctx, "SELECT 1 FROM warehouses WHERE name = ?"+s.d.forUpdate, wh); err != nil {
+		return err
+	}
+	loc = strings.TrimSuffix(loc, "/")
+	// Below loc: keys in [loc+"/", loc+"0"), '0' being the byte after '/'.
+	args := []any{wh, id.Namespace.Key(), id.Name, loc + "/", loc + "0", loc}
+	in := "?"
+	// Ancestors: s3://b/a/c -> s3://b/a, s3://b (the scheme's "//" is not a level).
+	start := strings.Index(loc, "://") + 3
+	for p := loc; ; {
+		i := strings.LastIndexByte(p, '/')
+		if i < start {
+			break
+		}
+		p = p[:i]
+		args = append(args, p)
+		in += ", ?"
+	}
+	var ns, name, other string
+	err := c.queryRow(ctx, `SELECT namespace, name, location FROM entities
+		WHERE warehouse = ? AND kind = 'table' AND NOT (namespace = ? AND name = ?)
+		AND ((location >= ? AND location < ?) OR location IN (`+in+`)) LIMIT 1`,
+		args...).Scan(&ns, &name, &other)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	}
+	owner := catalog.Ident{Namespace: catalog.ParseNamespaceKey(ns), Name: name}
+	return floe.E(floe.Invalid, "location", "location %s overlaps the files of table %s (%s): a table's location must not contain or lie inside another table's", loc, owner, other)
 }
 
 // upsertEntity inserts an entity with the given ON CONFLICT action; a
 // conflict the action does not resolve is AlreadyExists.
-func (s *Store) upsertEntity(ctx context.Context, c conn, wh string, id catalog.Ident, kind catalog.Kind, loc string, now any, onConflict string) error {
+func (s *Store) upsertEntity(ctx context.Context, c conn, wh string, id catalog.Ident, kind catalog.Kind, loc, tableLoc string, now any, onConflict string) error {
 	// The share lock keeps a concurrent DropNamespace from missing the new
 	// entity (the foreign key would catch it too, later and less clearly).
 	ok, err := c.exists(ctx, "SELECT 1 FROM namespaces WHERE warehouse = ? AND name = ?"+s.d.forShare, wh, id.Namespace.Key())
@@ -395,9 +448,9 @@ func (s *Store) upsertEntity(ctx context.Context, c conn, wh string, id catalog.
 	if !ok {
 		return noNamespace(id.Namespace)
 	}
-	n, err := c.exec(ctx, `INSERT INTO entities (warehouse, namespace, name, kind, metadata_location, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (warehouse, namespace, name) `+onConflict,
-		wh, id.Namespace.Key(), id.Name, string(kind), loc, now)
+	n, err := c.exec(ctx, `INSERT INTO entities (warehouse, namespace, name, kind, metadata_location, updated_at, location)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (warehouse, namespace, name) `+onConflict,
+		wh, id.Namespace.Key(), id.Name, string(kind), loc, now, nullable(tableLoc))
 	if s.d.foreignKeyViolation(err) {
 		return noNamespace(id.Namespace)
 	}
@@ -424,13 +477,18 @@ func (s *Store) taken(ctx context.Context, c conn, wh string, id catalog.Ident) 
 // ReplaceEntity points id at loc whatever it pointed at before, creating it
 // if needed: NotFound if the namespace is missing, AlreadyExists if an
 // entity of the other kind holds the name.
-func (s *Store) ReplaceEntity(ctx context.Context, wh string, id catalog.Ident, kind catalog.Kind, loc string) error {
+func (s *Store) ReplaceEntity(ctx context.Context, wh string, id catalog.Ident, kind catalog.Kind, loc, tableLoc string) error {
 	if err := checkKind(kind); err != nil {
 		return err
 	}
 	return s.write(ctx, "replace entity", func(c conn) error {
-		return s.upsertEntity(ctx, c, wh, id, kind, loc, s.d.timeArg(s.now()), `DO UPDATE
-			SET metadata_location = excluded.metadata_location, updated_at = excluded.updated_at
+		if tableLoc != "" {
+			if err := s.claimLocation(ctx, c, wh, id, tableLoc); err != nil {
+				return err
+			}
+		}
+		return s.upsertEntity(ctx, c, wh, id, kind, loc, tableLoc, s.d.timeArg(s.now()), `DO UPDATE
+			SET metadata_location = excluded.metadata_location, updated_at = excluded.updated_at, location = excluded.location
 			WHERE entities.kind = excluded.kind`)
 	})
 }
@@ -469,15 +527,16 @@ func (s *Store) RenameEntity(ctx context.Context, wh string, from, to catalog.Id
 	}
 	return s.write(ctx, "rename entity", func(c conn) error {
 		var loc string
-		err := c.queryRow(ctx, "SELECT metadata_location FROM entities WHERE warehouse = ? AND namespace = ? AND name = ? AND kind = ?"+s.d.forUpdate,
-			wh, from.Namespace.Key(), from.Name, string(kind)).Scan(&loc)
+		var tableLoc sql.NullString
+		err := c.queryRow(ctx, "SELECT metadata_location, location FROM entities WHERE warehouse = ? AND namespace = ? AND name = ? AND kind = ?"+s.d.forUpdate,
+			wh, from.Namespace.Key(), from.Name, string(kind)).Scan(&loc, &tableLoc)
 		if errors.Is(err, sql.ErrNoRows) {
 			return noEntity(kind, from)
 		}
 		if err != nil {
 			return err
 		}
-		if err := s.insertEntity(ctx, c, wh, to, kind, loc, s.d.timeArg(s.now())); err != nil {
+		if err := s.insertEntity(ctx, c, wh, to, kind, loc, tableLoc.String, s.d.timeArg(s.now())); err != nil {
 			return err
 		}
 		_, err = c.exec(ctx, "DELETE FROM entities WHERE warehouse = ? AND namespace = ? AND name = ?",

@@ -701,28 +701,28 @@ func testSwapConcurrentCreate(t *testing.T, e *env) {
 func testReplaceEntity(t *testing.T, e *env) {
 	e.setup(t, "db")
 	id := ident("t", "db")
-	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("t", "nope"), catalog.KindTable, "x"),
+	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("t", "nope"), catalog.KindTable, "x", ""),
 		floe.NotFound, "namespace", "Namespace does not exist: nope")
-	must(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindTable, "m1"))
+	must(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindTable, "m1", ""))
 	if got := e.pointer(t, id); got != "m1" {
 		t.Errorf("created pointer %q", got)
 	}
 	e.clock.Advance(time.Second)
-	must(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindTable, "m2"))
+	must(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindTable, "m2", ""))
 	ent, err := e.s.Entity(e.ctx, wh, id)
 	must(t, err)
 	if ent.MetadataLocation != "m2" || ent.Kind != catalog.KindTable || !ent.UpdatedAt.Equal(e.clock.Now().Truncate(time.Microsecond)) {
 		t.Errorf("replaced entity = %+v", ent)
 	}
 	e.create(t, ident("v", "db"), catalog.KindView, "v1")
-	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("v", "db"), catalog.KindTable, "m3"),
+	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("v", "db"), catalog.KindTable, "m3", ""),
 		floe.AlreadyExists, "view", "View already exists: db.v")
-	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindView, "m3"),
+	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindView, "m3", ""),
 		floe.AlreadyExists, "table", "Table already exists: db.t")
 	if got := e.pointer(t, ident("v", "db")); got != "v1" {
 		t.Errorf("view pointer %q", got)
 	}
-	must(t, e.s.ReplaceEntity(e.ctx, wh, ident("v", "db"), catalog.KindView, "v2"))
+	must(t, e.s.ReplaceEntity(e.ctx, wh, ident("v", "db"), catalog.KindView, "v2", ""))
 	if got := e.pointer(t, ident("v", "db")); got != "v2" {
 		t.Errorf("view pointer %q after replace", got)
 	}
@@ -833,3 +833,60 @@ func testRenameEntity(t *testing.T, e *env) {
 	wantErr(t, e.s.DropNamespace(e.ctx, wh, ns("db", "sub")), floe.NotEmpty, "namespace", "Namespace db.sub is not empty")
 	wantErr(t, e.s.DropNamespace(e.ctx, wh, ns("db2")), floe.NotEmpty, "namespace", "Namespace db2 is not empty")
 }
+
+// testTableLocations: no table may be placed at, above or below another
+// table's location (vended credentials are scoped by location prefix);
+// siblings sharing a name prefix, renames and moves away are fine.
+func testTableLocations(t *testing.T, e *env) {
+	e.setup(t, "a", "b")
+	claim := func(id catalog.Ident, old, meta, loc string) error {
+		return e.s.SwapPointers(e.ctx, []catalog.Swap{{Warehouse: wh, Ident: id, Kind: catalog.KindTable, Old: old, New: meta,
+			Location: loc, ClaimLocation: true}})
+	}
+	must(t, claim(ident("t", "a"), "", "m1", "s3://floe/a/t"))
+	tests := []struct {
+		name, loc string
+		ok        bool
+	}{
+		{"same location", "s3://floe/a/t", false},
+		{"same with slash", "s3://floe/a/t/", false},
+		{"inside", "s3://floe/a/t/data", false},
+		{"deep inside", "s3://floe/a/t/x/y/z", false},
+		{"parent", "s3://floe/a", false},
+		{"root", "s3://floe", false},
+		{"sibling sharing a prefix", "s3://floe/a/t2", true},
+		{"sibling with dash", "s3://floe/a/t-1", true},
+		{"other namespace", "s3://floe/b/t", true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := ident(fmt.Sprint("n", i), "b")
+			err := claim(id, "", fmt.Sprint("m-", i), tt.loc)
+			if tt.ok {
+				must(t, err)
+				must(t, errOnly(e.s.DeleteEntity(e.ctx, wh, id, catalog.KindTable)))
+				return
+			}
+			wantErr(t, err, floe.Invalid, "location", "")
+			if !strings.Contains(err.Error(), "a.t") {
+				t.Errorf("error %q does not name the owner a.t", err)
+			}
+			if e.pointer(t, id) != "" {
+				t.Error("refused table was created")
+			}
+		})
+	}
+	// Registering over a location is refused too (ReplaceEntity).
+	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("r", "b"), catalog.KindTable, "m9", "s3://floe/a/t/metadata"), floe.Invalid, "location", "")
+	// A commit that keeps its location does not claim; moving into another table's location is refused.
+	must(t, e.s.SwapPointers(e.ctx, []catalog.Swap{{Warehouse: wh, Ident: ident("t", "a"), Kind: catalog.KindTable, Old: "m1", New: "m2", Location: "s3://floe/a/t"}}))
+	must(t, claim(ident("u", "b"), "", "u1", "s3://floe/b/u"))
+	wantErr(t, claim(ident("u", "b"), "u1", "u2", "s3://floe/a/t/u"), floe.Invalid, "location", "")
+	// Moving away frees the old location; renaming keeps the claim.
+	must(t, claim(ident("t", "a"), "m2", "m3", "s3://floe/a/moved"))
+	must(t, claim(ident("v", "b"), "", "v1", "s3://floe/a/t"))
+	must(t, e.s.RenameEntity(e.ctx, wh, ident("v", "b"), ident("w", "b"), catalog.KindTable))
+	wantErr(t, claim(ident("x", "b"), "", "x1", "s3://floe/a/t/x"), floe.Invalid, "location", "")
+}
+
+func errOnly(_ any, err error) error { return err }

@@ -51,6 +51,7 @@ func Run(t *testing.T, open Opener) {
 		{"ReplaceEntity", testReplaceEntity},
 		{"DeleteEntity", testDeleteEntity},
 		{"RenameEntity", testRenameEntity},
+		{"TableLocations", testTableLocations},
 		{"Principals", testPrincipals},
 		{"SigningKeys", testSigningKeys},
 		{"DeleteSigningKey", testDeleteSigningKey},
