@@ -3,8 +3,9 @@
 #
 #   - a virtualenv with the pinned pyspark and pytest
 #     (tests/interop/spark/requirements.txt; reinstalled only when it changes),
-#   - the pinned Iceberg Spark runtime jar (tests/interop/spark/versions.env),
-#     fetched from Maven Central with mvn into a cache directory.
+#   - the pinned Iceberg Spark runtime and Iceberg AWS bundle jars
+#     (tests/interop/spark/versions.env), fetched from Maven Central with mvn
+#     into a cache directory.
 #
 # Usage: scripts/install-spark.sh [VENV_DIR]        (default: .venv-spark)
 #
@@ -66,16 +67,21 @@ if [[ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]] || ! "$venv/bin/python
 fi
 pyspark_version="$("$venv/bin/python" -c 'import pyspark; print(pyspark.__version__)')"
 
-# --- Iceberg Spark runtime jar from Maven Central ------------------------
+# --- Iceberg jars from Maven Central ---------------------------------------
+# The Spark runtime, and the AWS bundle (S3FileIO with the AWS SDK) that Spark
+# reads and writes table files with, through the S3 endpoint and credentials
+# Floe vends.
 # shellcheck source=../tests/interop/spark/versions.env
 source "$suite/versions.env"
-artifact="iceberg-spark-runtime-${SPARK_MINOR}_${SCALA}"
-jar="$jars/$artifact-$ICEBERG_VERSION.jar"
-if [[ ! -s "$jar" ]]; then
+tmp=""
+trap '[[ -z "$tmp" ]] || rm -rf "$tmp"' EXIT
+fetch_jar() { # ARTIFACT: org.apache.iceberg:ARTIFACT:$ICEBERG_VERSION into $jars
+	local artifact="$1"
+	local jar="$jars/$artifact-$ICEBERG_VERSION.jar"
+	[[ -s "$jar" ]] && return 0
 	say "fetching org.apache.iceberg:$artifact:$ICEBERG_VERSION with $MVN"
 	mkdir -p "$jars"
 	tmp="$(mktemp -d "$jars/.fetch.XXXXXX")"
-	trap 'rm -rf "$tmp"' EXIT
 	# -C: fail on a checksum mismatch. The plugin version is pinned so the
 	# goal behaves the same whatever Maven's default binding is.
 	if ! (cd "$tmp" && "$MVN" -B -q -C -Dstyle.color=never \
@@ -87,12 +93,20 @@ if [[ ! -s "$jar" ]]; then
 	fi
 	[[ -s "$tmp/out/$(basename "$jar")" ]] || die "mvn did not produce $(basename "$jar")"
 	mv -f "$tmp/out/$(basename "$jar")" "$jar"
-fi
+	rm -rf "$tmp"
+	tmp=""
+}
+runtime="iceberg-spark-runtime-${SPARK_MINOR}_${SCALA}"
+fetch_jar "$runtime"
+fetch_jar iceberg-aws-bundle
+jar="$jars/$runtime-$ICEBERG_VERSION.jar"
+aws_jar="$jars/iceberg-aws-bundle-$ICEBERG_VERSION.jar"
 
 cat <<EOF
 Spark interop environment ready:
   venv:         $venv (pyspark $pyspark_version)
-  iceberg jar:  $jar
+  iceberg jars: $jar
+                $aws_jar
   java:         $java_version
 Run the suite with:
   FLOE_BIN=bin/floe FLOE_JARS_DIR=$jars $venv/bin/python -m pytest -q -p no:cacheprovider tests/interop/spark

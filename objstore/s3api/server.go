@@ -235,6 +235,9 @@ func (s *Server) writeError(q *request, err error) string {
 	if ae.Status >= 500 && ae.Status != http.StatusNotImplemented {
 		s.log.ErrorContext(q.r.Context(), "s3api: request failed", "request_id", q.id, "op", q.op,
 			"bucket", q.bucket, "key", q.key, "status", ae.Status, "err", err)
+	} else if ae.Status == http.StatusForbidden {
+		s.log.InfoContext(q.r.Context(), "s3api: request denied", "request_id", q.id, "op", q.op,
+			"bucket", q.bucket, "key", q.key, "code", ae.Code, "err", err)
 	} else {
 		s.log.DebugContext(q.r.Context(), "s3api: request rejected", "request_id", q.id, "op", q.op,
 			"code", ae.Code, "err", err)

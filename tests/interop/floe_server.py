@@ -9,8 +9,11 @@ Nothing is built here: the binary comes from $FLOE_BIN (default bin/floe in the
 repository root; `make build` makes it). Each server runs on a free loopback
 port with a fresh temporary data directory and a random bootstrap credential
 (FLOE_BOOTSTRAP_CREDENTIAL), with every other FLOE_* setting that would change
-how it serves taken out of its environment. It is ready once it has printed
-"Floe is running." and answers an authenticated GET /v1/config; stop()
+how it serves taken out of its environment (a subclass adds its own with
+extra_env). Its embedded S3 endpoint listens on a loopback port the kernel
+picks (--s3-listen 127.0.0.1:0); s3_url is the URL Floe prints for it. It is
+ready once it has printed "Floe is running." (and its S3 endpoint, unless
+expect_s3 is off) and answers an authenticated GET /v1/config; stop()
 terminates it, then kills it.
 """
 
@@ -20,6 +23,7 @@ import atexit
 import http.client
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -46,7 +50,26 @@ SCRUBBED_ENV = (
     "FLOE_WAREHOUSE",
     "FLOE_WAREHOUSE_LOCATION",
     "FLOE_INSECURE_NO_AUTH",
+    "FLOE_PUBLIC_URL",
+    "FLOE_STORAGE",
+    "FLOE_WAREHOUSE_DIR",
+    "FLOE_S3_LISTEN",
+    "FLOE_S3_PUBLIC_URL",
+    "FLOE_REGION",
+    "FLOE_CREDENTIAL_TTL",
+    "FLOE_ENCRYPTION",
+    "FLOE_ENCRYPTION_KEY_FILE",
+    "FLOE_ENCRYPTION_KEY",
+    "FLOE_S3_ENDPOINT",
+    "FLOE_S3_PATH_STYLE",
+    "FLOE_S3_ROLE_ARN",
+    "FLOE_S3_EXTERNAL_ID",
+    "FLOE_STS_ENDPOINT",
 )
+
+# The line `floe serve` prints for its embedded S3 endpoint:
+#   S3 endpoint:          http://127.0.0.1:NNNNN   (bucket "floe" = ...)
+_S3_LINE = re.compile(r"^\s*S3 endpoint:\s+(\S+)", re.MULTILINE)
 
 # Servers started and not yet finished with; the suites attach their stderr to
 # failure reports, and whatever is left is stopped at exit.
@@ -97,8 +120,12 @@ class _PortTaken(Exception):
 class FloeServer:
     """One `floe serve` process on a temporary data directory.
 
-    Subclasses add suite-specific flags (serve_args) and readiness waits
-    (wait_ready) and their own clients."""
+    Subclasses add suite-specific flags (serve_args), environment
+    (extra_env), readiness waits (wait_ready) and their own clients. A
+    subclass whose server has no embedded S3 endpoint (storage on external
+    S3) sets expect_s3 = False."""
+
+    expect_s3 = True
 
     def __init__(self, binary: Path, name: str, client_prefix: str = "interop-", dir_prefix: str = "floe-interop-") -> None:
         self.binary = binary
@@ -111,6 +138,7 @@ class FloeServer:
         self.stderr_path = self.dir / "stderr.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
+        self._s3_url = ""
 
     # --- addresses and credentials -------------------------------------
 
@@ -128,13 +156,38 @@ class FloeServer:
 
     @property
     def warehouse_dir(self) -> Path:
+        """Where the embedded store keeps the bucket's files (the default FLOE_WAREHOUSE_DIR)."""
         return self.data_dir / "warehouse"
+
+    def local_path(self, location: str) -> Path:
+        """The file on disk behind s3://<warehouse>/<key> (embedded storage): the
+        bucket named after the warehouse is the directory warehouse_dir."""
+        scheme, sep, rest = location.partition("://")
+        bucket, _, key = rest.partition("/")
+        assert scheme in ("s3", "s3a") and sep and bucket == WAREHOUSE and key, location
+        path = self.warehouse_dir / key  # keys are stored as they are, not URL-decoded
+        assert path.resolve().is_relative_to(self.warehouse_dir.resolve()), location
+        return path
+
+    @property
+    def s3_url(self) -> str:
+        """The embedded S3 endpoint as Floe printed it, e.g. http://127.0.0.1:40123."""
+        if not self._s3_url:
+            m = _S3_LINE.search(self.stdout_text())
+            if m is None:
+                raise RuntimeError(f"floe {self.name}: no S3 endpoint line on stdout\n{self.stdout_text()}")
+            self._s3_url = m.group(1).rstrip("/")
+        return self._s3_url
 
     # --- lifecycle -------------------------------------------------------
 
     def serve_args(self) -> list[str]:
         """Extra `floe serve` arguments."""
         return []
+
+    def extra_env(self) -> dict[str, str]:
+        """Environment variables to set for `floe serve` (after SCRUBBED_ENV is taken out)."""
+        return {}
 
     def wait_ready(self) -> None:
         """Called once Floe runs and /v1/config works; waits for anything more."""
@@ -156,11 +209,16 @@ class FloeServer:
         env["FLOE_BOOTSTRAP_CREDENTIAL"] = self.credential
         for k in SCRUBBED_ENV:
             env.pop(k, None)
-        args = [str(self.binary), "serve", "--data-dir", str(self.data_dir), "--listen", f"127.0.0.1:{self.port}"]
+        env.update(self.extra_env())
+        args = [str(self.binary), "serve", "--data-dir", str(self.data_dir), "--listen", f"127.0.0.1:{self.port}",
+                "--s3-listen", "127.0.0.1:0"]
         args += self.serve_args()
+        self._s3_url = ""
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(args, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=self.dir, env=env)
         self.wait_for_stdout("Floe is running.", START_TIMEOUT)
+        if self.expect_s3:
+            self.wait_for_stdout("S3 endpoint:", START_TIMEOUT)
         self._wait_for_config(START_TIMEOUT)
         self.wait_ready()
 
@@ -228,13 +286,14 @@ class FloeServer:
 
     # --- a minimal REST client ------------------------------------------
 
-    def fetch_token(self, client_id: str | None = None, client_secret: str | None = None) -> str:
-        """A bearer token for client_id (default: the bootstrap credential)."""
+    def fetch_token(self, client_id: str | None = None, client_secret: str | None = None, scope: str = "catalog") -> str:
+        """A bearer token for client_id (default: the bootstrap credential) with scope
+        ("catalog:read" for a read-only token)."""
         form = urllib.parse.urlencode({
             "grant_type": "client_credentials",
             "client_id": client_id or self.client_id,
             "client_secret": client_secret or self.client_secret,
-            "scope": "catalog",
+            "scope": scope,
         }).encode()
         req = urllib.request.Request(self.token_url, data=form, method="POST",
                                      headers={"Content-Type": "application/x-www-form-urlencoded"})
@@ -245,11 +304,13 @@ class FloeServer:
         return body["access_token"]
 
     def request(self, method: str, path: str, query: dict[str, str] | None = None, body: Any = None,
-                token: str | None = None, timeout: float = 10) -> Any:
+                token: str | None = None, timeout: float = 10, headers: dict[str, str] | None = None) -> Any:
         """Send a JSON request to path on Floe with token; the decoded answer, or RestError."""
         url = self.uri + path + ("?" + urllib.parse.urlencode(query) if query else "")
         data = json.dumps(body).encode() if body is not None else None
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        headers = dict(headers or {})
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
         if data is not None:
             headers["Content-Type"] = "application/json"
         return send(urllib.request.Request(url, data=data, method=method, headers=headers), timeout=timeout)

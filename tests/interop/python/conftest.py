@@ -3,15 +3,21 @@
 The server itself (binary lookup via $FLOE_BIN, free port, temporary data
 directory, random bootstrap credential, start and stop) is
 tests/interop/floe_server.py, shared with the Spark suite; this adds the demo
-server and PyIceberg catalogs. Servers are stopped (terminate, then kill) when
-their fixture ends. When a test fails, the tail of each running server's
-stderr is attached to its report.
+server, PyIceberg catalogs and raw REST and S3 helpers. Servers are stopped
+(terminate, then kill) when their fixture ends. When a test fails, the tail of
+each running server's stderr is attached to its report.
+
+PyIceberg catalogs get the catalog URI, warehouse and a credential only: table
+files are read and written through Floe's embedded S3 endpoint with the
+credentials Floe vends with each table. AWS_* variables are taken out of this
+process's environment so that nothing else can supply storage credentials.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import urllib.parse
 import uuid
 from pathlib import Path
 from typing import Any
@@ -20,10 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/interop, f
 
 import floe_server
 import pytest
-from floe_server import WAREHOUSE, floe_binary
+from floe_server import WAREHOUSE, RestError, floe_binary  # noqa: F401  (RestError: for the tests)
 from pyiceberg.catalog.rest import RestCatalog
 
 DEMO_TIMEOUT = 180.0  # seconds for "Demo dataset ready" on a slow 2-core box
+
+for _k in [k for k in os.environ if k.startswith("AWS_")]:
+    del os.environ[_k]
 
 _servers = floe_server.servers
 
@@ -54,6 +63,39 @@ class FloeServer(floe_server.FloeServer):
             base["credential"] = self.credential
         base.update(props)
         return RestCatalog(name, **base)
+
+    def load_table_raw(self, ns: tuple[str, ...], table: str, token: str | None = None,
+                       delegation: str | None = None) -> dict[str, Any]:
+        """The LoadTableResult JSON of ns.table, as Floe sends it to token's holder
+        (default: a fresh bootstrap token), optionally with X-Iceberg-Access-Delegation."""
+        headers = {"X-Iceberg-Access-Delegation": delegation} if delegation else None
+        return self.request("GET", table_path(ns, table), token=token or self.fetch_token(), headers=headers)
+
+
+def table_path(ns: tuple[str, ...], table: str) -> str:
+    """The REST path of a table: /v1/floe/namespaces/{ns}/tables/{table}."""
+    q = urllib.parse.quote
+    return f"/v1/{WAREHOUSE}/namespaces/{q(chr(0x1f).join(ns), safe='')}/tables/{q(table, safe='')}"
+
+
+def s3_client(config: dict[str, str], **overrides: str):
+    """A boto3 S3 client from a vended storage config (s3.endpoint, keys, token, region),
+    path-style and without retries; overrides replace config entries."""
+    import boto3
+    from botocore.config import Config
+
+    c = {**config, **overrides}
+    return boto3.client(
+        "s3",
+        endpoint_url=c["s3.endpoint"],
+        region_name=c.get("client.region") or c.get("s3.region") or "us-east-1",
+        aws_access_key_id=c["s3.access-key-id"],
+        aws_secret_access_key=c["s3.secret-access-key"],
+        aws_session_token=c.get("s3.session-token"),
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                      retries={"max_attempts": 1, "mode": "standard"},
+                      connect_timeout=5, read_timeout=30),
+    )
 
 
 def _start(name: str, demo: bool = False) -> FloeServer:

@@ -2,14 +2,18 @@
 
 Nothing is built or downloaded here. The Floe binary comes from $FLOE_BIN
 (default bin/floe in the repository root; `make build` makes it); pyspark comes
-from the virtualenv that scripts/install-spark.sh made, and so does the Iceberg
-Spark runtime jar, which it puts in $FLOE_JARS_DIR (default
-~/.cache/floe/jars; $FLOE_ICEBERG_JAR names the jar itself instead).
+from the virtualenv that scripts/install-spark.sh made, and so do the Iceberg
+Spark runtime and Iceberg AWS bundle jars, which it puts in $FLOE_JARS_DIR
+(default ~/.cache/floe/jars; $FLOE_ICEBERG_JAR and $FLOE_ICEBERG_AWS_JAR name
+the jars themselves instead).
 
 The server (tests/interop/floe_server.py, shared with the PyIceberg suite)
 runs on a free loopback port with a fresh temporary data directory and a
 random bootstrap credential; Spark reaches it as the Iceberg REST catalog
-`floe` with that credential (OAuth2 client credentials). When a test fails, the
+`floe` with that credential (OAuth2 client credentials) and nothing else: no
+storage keys, no endpoint, no file IO class. Spark reads and writes table
+files through Floe's embedded S3 endpoint with the credentials Floe vends with
+each table (Iceberg's S3FileIO from the AWS bundle). When a test fails, the
 tail of Floe's stderr is attached to its report (FLOE_LOG_LEVEL=debug makes it
 log every request; FLOE_SPARK_KEEP=1 keeps its data directory and logs).
 """
@@ -48,17 +52,21 @@ def versions() -> dict[str, str]:
     return out
 
 
-def iceberg_jar() -> Path:
-    raw = os.environ.get("FLOE_ICEBERG_JAR", "").strip()
-    if raw:
-        return Path(raw).resolve()
+def iceberg_jars() -> list[Path]:
+    """The Iceberg Spark runtime and the Iceberg AWS bundle, as install-spark.sh put them."""
     v = versions()
     jars = os.environ.get("FLOE_JARS_DIR", "").strip()
     if not jars:
         cache = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
         jars = str(Path(cache) / "floe" / "jars")
-    name = f"iceberg-spark-runtime-{v['SPARK_MINOR']}_{v['SCALA']}-{v['ICEBERG_VERSION']}.jar"
-    return Path(jars) / name
+    out = []
+    for env, name in (
+        ("FLOE_ICEBERG_JAR", f"iceberg-spark-runtime-{v['SPARK_MINOR']}_{v['SCALA']}-{v['ICEBERG_VERSION']}.jar"),
+        ("FLOE_ICEBERG_AWS_JAR", f"iceberg-aws-bundle-{v['ICEBERG_VERSION']}.jar"),
+    ):
+        raw = os.environ.get(env, "").strip()
+        out.append(Path(raw).resolve() if raw else Path(jars) / name)
+    return out
 
 
 # --- the Floe server ---------------------------------------------------------
@@ -110,7 +118,9 @@ def floe() -> Any:
 
 
 def catalog_conf(name: str, floe: FloeServer, **extra: str) -> dict[str, str]:
-    """Spark conf entries that define Iceberg REST catalog `name` on Floe."""
+    """Spark conf entries that define Iceberg REST catalog `name` on Floe: its
+    URI, warehouse and token URL only (plus extra). Storage access (S3
+    endpoint, region, path style, credentials) comes from Floe with each table."""
     p = f"spark.sql.catalog.{name}"
     conf = {
         p: "org.apache.iceberg.spark.SparkCatalog",
@@ -127,9 +137,10 @@ def catalog_conf(name: str, floe: FloeServer, **extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def spark(floe: FloeServer, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    jar = iceberg_jar()
-    if not jar.is_file():
-        pytest.fail(f"Iceberg Spark runtime {jar} not found: run scripts/install-spark.sh", pytrace=False)
+    jars = iceberg_jars()
+    for jar in jars:
+        if not jar.is_file():
+            pytest.fail(f"Iceberg jar {jar} not found: run scripts/install-spark.sh", pytrace=False)
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -141,6 +152,11 @@ def spark(floe: FloeServer, tmp_path_factory: pytest.TempPathFactory) -> Any:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     for k in ("SPARK_HOME", "PYSPARK_SUBMIT_ARGS", "SPARK_CONF_DIR"):
         os.environ.pop(k, None)
+    # No AWS credentials or settings from the developer's environment: S3FileIO
+    # must get everything from what Floe vends.
+    for k in list(os.environ):
+        if k.startswith("AWS_"):
+            os.environ.pop(k)
     scratch = tmp_path_factory.mktemp("spark")
     os.environ["SPARK_LOCAL_DIRS"] = str(scratch / "local")  # shuffle and block files
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # Spark listens and connects on loopback only
@@ -158,7 +174,7 @@ def spark(floe: FloeServer, tmp_path_factory: pytest.TempPathFactory) -> Any:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.warehouse.dir", str(scratch / "spark-warehouse"))
         .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
-        .config("spark.jars", str(jar))
+        .config("spark.jars", ",".join(str(j) for j in jars))
         .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
     )
     for k, v in catalog_conf(CATALOG, floe, credential=floe.credential).items():

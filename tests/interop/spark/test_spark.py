@@ -1,8 +1,10 @@
 """Apache Spark (pyspark 3.5 + Iceberg's Spark runtime) against Floe.
 
 Spark talks to Floe as the Iceberg REST catalog `floe` (OAuth2 client
-credentials) and reads and writes the table files itself through Iceberg's
-default file IO (file:// locations in Floe's local warehouse). Every result is
+credentials, nothing else configured) and reads and writes the table files
+itself, with Iceberg's S3FileIO, through Floe's embedded S3 endpoint and the
+short-lived credentials Floe vends with each table (s3://floe/... locations;
+the files sit encrypted in Floe's warehouse directory). Every result is
 compared with values computed here in Python from the rows the test wrote, and
 where it matters with Floe's own view of the table over the REST API.
 
@@ -14,7 +16,6 @@ xfail ("an earlier step failed") instead of failing for the wrong reason.
 from __future__ import annotations
 
 import random
-import urllib.parse
 from collections import Counter
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -76,13 +77,9 @@ def snapshots(spark: Any, table: str = EVENTS) -> list[Any]:
     ).collect()
 
 
-def local_path(uri: str) -> Path:
-    assert uri.startswith("file:"), uri
-    return Path(urllib.parse.urlparse(uri).path)
-
-
-def data_files(spark: Any, table: str = EVENTS) -> list[Path]:
-    return [local_path(r[0]) for r in spark.sql(f"SELECT file_path FROM {table}.all_files").collect()]
+def data_files(spark: Any, floe: FloeServer, table: str = EVENTS) -> list[Path]:
+    """The files on disk (in Floe's warehouse directory) behind the table's data and delete files."""
+    return [floe.local_path(r[0]) for r in spark.sql(f"SELECT file_path FROM {table}.all_files").collect()]
 
 
 def error_text(exc: BaseException) -> str:
@@ -138,7 +135,7 @@ class TestEventsTable:
         spec = next(s for s in meta["partition-specs"] if s["spec-id"] == meta["default-spec-id"])
         assert [(f["source-id"], f["transform"]) for f in spec["fields"]] == [(ts_id, "day")]
         assert meta["properties"]["write.delete.mode"] == "merge-on-read"
-        assert local_path(meta["location"]).is_relative_to(floe.warehouse_dir), meta["location"]
+        assert meta["location"].startswith("s3://floe/"), meta["location"]
 
     def test_insert_first_batch(self, spark: Any, floe: FloeServer) -> None:
         spark.sql(f"INSERT INTO {EVENTS} VALUES {values(BATCH1)}")
@@ -164,8 +161,8 @@ class TestEventsTable:
         State.s2 = snaps[1].snapshot_id
         table = floe.load_table(NS, "events")
         assert table["metadata"]["current-snapshot-id"] == State.s2
-        assert local_path(table["metadata-location"]).is_file()
-        files = data_files(spark)
+        assert floe.local_path(table["metadata-location"]).is_file()
+        files = data_files(spark, floe)
         assert len(files) >= len(per_day)
         for f in files:
             assert f.is_file() and f.is_relative_to(floe.warehouse_dir), f
@@ -255,7 +252,7 @@ class TestEventsTable:
         names = sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {CATALOG}.{NS}").collect())
         assert names == ["events", "scratch"]
 
-        events_meta = local_path(floe.load_table(NS, "events")["metadata-location"])
+        events_meta = floe.local_path(floe.load_table(NS, "events")["metadata-location"])
         spark.sql(f"DROP TABLE {EVENTS}")
         names = sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {CATALOG}.{NS}").collect())
         assert names == ["scratch"]
@@ -267,7 +264,7 @@ class TestEventsTable:
         assert rexc.value.status == 404 and "NoSuchTableException" in rexc.value.body
         assert events_meta.is_file(), "DROP TABLE without PURGE must keep the table's files"
 
-        scratch_files = data_files(spark, f"{CATALOG}.{NS}.scratch")
+        scratch_files = data_files(spark, floe, f"{CATALOG}.{NS}.scratch")
         assert scratch_files and all(f.is_file() for f in scratch_files)
         spark.sql(f"DROP TABLE {CATALOG}.{NS}.scratch PURGE")
         assert spark.sql(f"SHOW TABLES IN {CATALOG}.{NS}").collect() == []
