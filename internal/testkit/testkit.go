@@ -198,3 +198,30 @@ func (f *Floe) LocalPath(location string) string {
 
 // P prefixes a path with /v1/<warehouse>.
 func (f *Floe) P(path string) string { return "/v1/" + f.Warehouse + path }
+
+// Table is what creating a table returned: where it lives and the storage
+// access vended with it.
+type Table struct {
+	MetadataLocation string            `json:"metadata-location"`
+	Config           map[string]string `json:"config"`
+	Metadata         struct {
+		Location string `json:"location"`
+	} `json:"metadata"`
+}
+
+// CreateTable creates namespace ns (if needed) and a one-column table in
+// it with the admin token, failing the test on error.
+func (f *Floe) CreateTable(t testing.TB, ns, name string) Table {
+	t.Helper()
+	if r := f.Do(t, "POST", f.P("/namespaces"), map[string]any{"namespace": []string{ns}}); r.Status != 200 && r.Status != 409 {
+		t.Fatalf("create namespace %s: %d %s", ns, r.Status, r.Body)
+	}
+	r := f.Do(t, "POST", f.P("/namespaces/"+ns+"/tables"), map[string]any{"name": name,
+		"schema": json.RawMessage(`{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":true,"type":"long"}]}`)})
+	if r.Status != 200 {
+		t.Fatalf("create table %s.%s: %d %s", ns, name, r.Status, r.Body)
+	}
+	var tb Table
+	r.JSON(t, &tb)
+	return tb
+}

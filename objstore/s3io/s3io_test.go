@@ -2,7 +2,6 @@ package s3io_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -20,22 +19,7 @@ import (
 func TestAgainstEmbeddedEndpoint(t *testing.T) {
 	f := testkit.Start(t)
 	ctx := context.Background()
-	if r := f.Do(t, "POST", f.P("/namespaces"), `{"namespace":["io"]}`); r.Status != 200 {
-		t.Fatalf("create namespace: %d %s", r.Status, r.Body)
-	}
-	r := f.Do(t, "POST", f.P("/namespaces/io/tables"), `{"name":"t","schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":true,"type":"long"}]}}`)
-	if r.Status != 200 {
-		t.Fatalf("create table: %d %s", r.Status, r.Body)
-	}
-	var lt struct {
-		Config   map[string]string `json:"config"`
-		Metadata struct {
-			Location string `json:"location"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(r.Body, &lt); err != nil {
-		t.Fatal(err)
-	}
+	lt := f.CreateTable(t, "io", "t")
 	c := lt.Config
 	fs := s3io.New(s3.New(s3.Options{BaseEndpoint: aws.String(c["s3.endpoint"]), Region: c["client.region"], UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider(c["s3.access-key-id"], c["s3.secret-access-key"], c["s3.session-token"])}))

@@ -2,7 +2,6 @@ package multinode
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -19,22 +18,7 @@ func TestNodes_VendedCredentialsWorkOnEveryNode(t *testing.T) {
 	ns := nodes(t, 3)
 	a := ns[0]
 	ctx := context.Background()
-	if r := a.Do(t, "POST", a.P("/namespaces"), `{"namespace":["cv"]}`); r.Status != 200 {
-		t.Fatalf("create namespace: %d %s", r.Status, r.Body)
-	}
-	r := a.Do(t, "POST", a.P("/namespaces/cv/tables"), `{"name":"t","schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":true,"type":"long"}]}}`)
-	if r.Status != 200 {
-		t.Fatalf("create table: %d %s", r.Status, r.Body)
-	}
-	var lt struct {
-		Config   map[string]string `json:"config"`
-		Metadata struct {
-			Location string `json:"location"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(r.Body, &lt); err != nil {
-		t.Fatal(err)
-	}
+	lt := a.CreateTable(t, "cv", "t")
 	c := lt.Config
 	client := func(endpoint string) *s3.Client {
 		return s3.New(s3.Options{BaseEndpoint: aws.String(endpoint), Region: c["client.region"], UsePathStyle: true,
