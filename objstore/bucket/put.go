@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/zeebo/xxh3"
@@ -100,11 +101,11 @@ func (s *Store) stage(ctx context.Context, kind string, body io.Reader, want int
 }
 
 func (s *Store) fill(ctx context.Context, st *staged, body io.Reader, want int64, contentMD5 []byte) error {
-	var w io.Writer = st.f
+	var w io.Writer = &writeBehind{f: st.f}
 	var ew io.WriteCloser
 	if s.enc != nil {
 		var err error
-		if ew, err = sse.NewWriter(ctx, st.f, s.enc); err != nil {
+		if ew, err = sse.NewWriter(ctx, w, s.enc); err != nil {
 			return fmt.Errorf("encrypt: %w", err)
 		}
 		w = ew
@@ -117,31 +118,32 @@ func (s *Store) fill(ctx context.Context, st *staged, body io.Reader, want int64
 	if want >= 0 {
 		body = io.LimitReader(body, want+1)
 	}
-	bp := s.getBuf()
-	defer s.putBuf(bp)
-	buf := *bp
+	chunks, recycle, stop := s.readAhead(body)
+	defer stop()
 	var n int64
-	for {
+	for c := range chunks {
 		if err := ctxErr(ctx, "upload"); err != nil {
+			recycle(c.buf)
 			return err
 		}
-		m, rerr := io.ReadFull(body, buf)
-		if m > 0 {
-			chunk := buf[:m]
+		if c.n > 0 {
+			chunk := (*c.buf)[:c.n]
 			_, _ = h.Write(chunk)
 			if mh != nil {
 				_, _ = mh.Write(chunk)
 			}
 			if _, err := w.Write(chunk); err != nil {
+				recycle(c.buf)
 				return fmt.Errorf("write staging file: %w", err)
 			}
-			n += int64(m)
+			n += int64(c.n)
 		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+		recycle(c.buf)
+		if c.err == io.EOF || c.err == io.ErrUnexpectedEOF {
 			break
 		}
-		if rerr != nil {
-			return readErr(rerr)
+		if c.err != nil {
+			return readErr(c.err)
 		}
 	}
 	if ew != nil {
@@ -163,6 +165,75 @@ func (s *Store) fill(ctx context.Context, st *staged, body io.Reader, want int64
 		}
 	}
 	return nil
+}
+
+// readChunk is one buffer of an upload read ahead of the writer.
+type readChunk struct {
+	buf *[]byte
+	n   int
+	err error // io.EOF or io.ErrUnexpectedEOF at the end, or a read error
+}
+
+// readAheadBufs is how many buffers one upload cycles through: one being
+// read into, one being written, one waiting.
+const readAheadBufs = 3
+
+// readAhead reads body in a goroutine into a few pooled buffers, so that
+// receiving the next part of an upload overlaps hashing, encrypting and
+// writing the previous one (two cores instead of one). The consumer hands
+// each buffer back with recycle once it is done with it. The channel closes
+// after the chunk that carries the end or an error; stop (call it when
+// done, also early) makes the reader exit after its current read returns.
+func (s *Store) readAhead(body io.Reader) (chunks <-chan readChunk, recycle func(*[]byte), stop func()) {
+	ch := make(chan readChunk, readAheadBufs)
+	free := make(chan *[]byte, readAheadBufs)
+	for range readAheadBufs {
+		free <- s.getBuf()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(ch)
+		for {
+			var bp *[]byte
+			select {
+			case bp = <-free:
+			case <-done:
+				return
+			}
+			m, err := io.ReadFull(body, *bp)
+			select {
+			case ch <- readChunk{buf: bp, n: m, err: err}:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	recycle = func(bp *[]byte) {
+		select {
+		case free <- bp:
+		default:
+		}
+	}
+	stop = func() {
+		once.Do(func() {
+			close(done)
+			// Give back the buffers that are idle; the reader's current
+			// one, if any, is left to the garbage collector.
+			for {
+				select {
+				case bp := <-free:
+					s.putBuf(bp)
+				default:
+					return
+				}
+			}
+		})
+	}
+	return ch, recycle, stop
 }
 
 // readErr keeps client-visible errors from the body (for example a
@@ -325,11 +396,11 @@ func (s *Store) openDir(b *bucketRoot, key, dir string) (*os.File, error) {
 			return d, nil
 		case isEscape(err) || errno(err) == unix.ELOOP:
 			return nil, errorf(CodeInvalidArgument, "the path of key %q leaves the bucket (symbolic link)", key)
-		case errno(err) == unix.ENOTDIR:
+		case errno(err) == unix.ENOTDIR && (i >= 8 || fileOnPath(b.root, dir)):
 			return nil, parentConflict(key)
-		case errno(err) == unix.ENOENT && i >= 8:
+		case (errno(err) == unix.ENOENT || errno(err) == unix.ENOTDIR) && i >= 8:
 			return nil, err
-		case errno(err) != unix.ENOENT:
+		case errno(err) != unix.ENOENT && errno(err) != unix.ENOTDIR:
 			return nil, fmt.Errorf("open %s/%s: %w", b.name, dir, err)
 		}
 		err = b.root.MkdirAll(dir, 0o750)
@@ -340,14 +411,29 @@ func (s *Store) openDir(b *bucketRoot, key, dir string) (*os.File, error) {
 		case err == nil || e == unix.ENOENT:
 			// Created, or a concurrent prune removed a parent we had
 			// just created: try again.
-		case e == unix.ENOTDIR || e == unix.EEXIST:
+		case (e == unix.ENOTDIR || e == unix.EEXIST) && (i >= 8 || fileOnPath(b.root, dir)):
 			return nil, parentConflict(key)
+		case e == unix.ENOTDIR || e == unix.EEXIST:
+			// A concurrent Delete pruned a directory while MkdirAll was
+			// checking it: try again.
 		case isEscape(err):
 			return nil, errorf(CodeInvalidArgument, "the path of key %q leaves the bucket (symbolic link)", key)
 		default:
 			return nil, fmt.Errorf("create %s/%s: %w", b.name, dir, err)
 		}
 	}
+}
+
+// fileOnPath reports whether dir or one of its parents is a file (an
+// object), as opposed to a directory that a concurrent prune removed.
+func fileOnPath(r *os.Root, dir string) bool {
+	for dir != "." && dir != "" {
+		if fi, err := r.Lstat(dir); err == nil && !fi.IsDir() {
+			return true
+		}
+		dir, _ = splitPath(dir)
+	}
+	return false
 }
 
 // syncParents fsyncs every directory from the parent of dir up to the

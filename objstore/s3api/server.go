@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/floe-lake/floe/objstore/bucket"
@@ -163,7 +164,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.log.WarnContext(r.Context(), "s3api: failure after the response started", "request_id", q.id, "op", q.op, "err", q.streamErr)
 		}
 		if s.opts.Audit != nil {
-			s.audit(r, q, in.n, arrived, start, code)
+			s.audit(r, q, in.n.Load(), arrived, start, code)
 		}
 		if abort != nil {
 			panic(abort)
@@ -355,14 +356,17 @@ func (w *responseWriter) Flush() {
 type writerOnly struct{ io.Writer }
 
 // countingReader counts the request body bytes read.
+// countingReader counts the request body bytes read. The count is atomic:
+// the object store reads uploads in a goroutine of its own, which may still
+// be finishing a read when the request's audit event is written.
 type countingReader struct {
 	rc io.ReadCloser
-	n  int64
+	n  atomic.Int64
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.rc.Read(p)
-	c.n += int64(n)
+	c.n.Add(int64(n))
 	return n, err
 }
 
