@@ -317,11 +317,31 @@ type cryptBody struct {
 // Read implements io.Reader.
 func (b *cryptBody) Read(p []byte) (int, error) { return b.r.Read(p) }
 
-// WriteTo implements io.WriterTo with 256 KiB writes.
+// WriteTo implements io.WriterTo with 256 KiB writes. Decryption runs
+// ahead in a goroutine (see readAhead), so that decrypting the next
+// segments overlaps sending the previous ones.
 func (b *cryptBody) WriteTo(w io.Writer) (int64, error) {
-	bp := b.s.getBuf()
-	defer b.s.putBuf(bp)
-	return io.CopyBuffer(writerOnly{w}, readerOnly{b.r}, *bp)
+	chunks, recycle, stop := b.s.readAhead(b.r)
+	defer stop()
+	var n int64
+	for c := range chunks {
+		var werr error
+		if c.n > 0 {
+			var m int
+			m, werr = w.Write((*c.buf)[:c.n])
+			n += int64(m)
+		}
+		recycle(c.buf)
+		switch {
+		case werr != nil:
+			return n, werr
+		case c.err == io.EOF || c.err == io.ErrUnexpectedEOF:
+			return n, nil
+		case c.err != nil:
+			return n, c.err
+		}
+	}
+	return n, nil
 }
 
 // Close implements io.Closer.
