@@ -15,9 +15,6 @@ import (
 	"github.com/floe-lake/floe/objstore/bucket"
 )
 
-// s3NS is the S3 XML namespace.
-const s3NS = "http://s3.amazonaws.com/doc/2006-03-01/"
-
 // Request body bounds for the XML operations.
 const (
 	maxDeleteBody   = 2 << 20 // DeleteObjects: 2 MiB
