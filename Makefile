@@ -1,7 +1,7 @@
 # Floe: build, test and run.
 #
 #   make build   build bin/floe
-#   make test    the whole suite: go vet, go test -race, then the PyIceberg
+#   make test    the whole suite: gofmt, go vet, staticcheck, go test -race, then the PyIceberg
 #                and Spark interop suites against bin/floe (in .venv and
 #                .venv-spark, made on first use)
 #   make run     run Floe locally with the CRM demo dataset
@@ -19,21 +19,28 @@ SPARK_VENV ?= .venv-spark
 SPARK_INTEROP := tests/interop/spark
 PYTEST_ARGS ?=
 
-.PHONY: all build test vet test-go interop interop-spark run clean
+.PHONY: all build test vet lint test-go interop interop-spark run clean
 
 all: build
 
 build:
 	$(GO) build -o bin/floe ./cmd/floe
 
-test:
-	$(GO) vet ./...
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+test: lint
 	$(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory interop
 	@$(MAKE) --no-print-directory interop-spark
 
 vet:
 	$(GO) vet ./...
+
+# lint: gofmt, go vet and staticcheck must all be clean.
+lint: vet
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.venv*'))"; \
+		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) run $(STATICCHECK) ./...
 
 test-go:
 	$(GO) test -race -count=1 ./...
