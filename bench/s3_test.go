@@ -1,0 +1,970 @@
+//go:build linux
+
+package bench
+
+// Benchmarks of the embedded S3 endpoint (issue 3). They start `floe serve`
+// as a separate process (so client and server do not share a heap, as in a
+// deployment), get vended credentials from the REST catalog, and compare the
+// endpoint with the baseline an engine reading or writing the warehouse
+// directly would see. Everything runs only with FLOE_BENCH_S3=1; see
+// bench/s3.sh and docs/benchmarks.md ("Embedded S3 endpoint (issue 3)").
+//
+// Environment:
+//
+//	FLOE_BENCH_S3=1            run these benchmarks (skipped otherwise)
+//	FLOE_BENCH_S3_SIZE         GET/PUT object size, e.g. 64MiB (default 1GiB)
+//	FLOE_BENCH_S3_MP_SIZE      size of each multipart upload (default 100MiB)
+//	FLOE_BENCH_S3_BIN          a built floe binary (default: go build into a temp dir)
+//
+// Each b.Loop iteration (a round) measures the endpoint and its baselines
+// once each, in rotating order; the metrics are medians over the rounds (run
+// with -benchtime 3x), so ns/op is the time of one round, not of one request.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"golang.org/x/sys/unix"
+
+	"github.com/floe-lake/floe/sigv4"
+)
+
+const (
+	mib = 1 << 20
+	// ioBuf is the read/write buffer of the direct baselines and the client.
+	ioBuf = 1 * mib
+	// mpUploads and mpPart shape the multipart memory benchmark.
+	mpUploads = 32
+	mpPart    = 8 * mib
+	// benchSecret is the bootstrap admin credential of the benchmark servers.
+	benchClient, benchSecret = "bench", "bench-secret-0123456789"
+)
+
+// s3Bench skips unless FLOE_BENCH_S3=1.
+func s3Bench(b *testing.B) {
+	b.Helper()
+	if os.Getenv("FLOE_BENCH_S3") != "1" {
+		b.Skip("set FLOE_BENCH_S3=1 to run the S3 endpoint benchmarks (they move tens of GiB)")
+	}
+}
+
+// parseSize reads sizes like 1GiB, 64MiB, 512KiB or plain bytes.
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n * mult, nil
+}
+
+func envSize(b *testing.B, name string, def int64) int64 {
+	b.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := parseSize(v)
+	if err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	return n
+}
+
+// pattern is the generator's source: 1 MiB of pseudo-random bytes, shared
+// read-only by every generator.
+var pattern = func() []byte {
+	p := make([]byte, ioBuf)
+	x := uint64(0x9E3779B97F4A7C15)
+	for i := range p {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		p[i] = byte(x)
+	}
+	return p
+}()
+
+// gen yields size bytes of the pattern starting at stream offset base, and
+// seeks (the SDK rewinds part bodies to hash them). Nothing is buffered.
+type gen struct {
+	base, size, pos int64
+}
+
+func newGen(base, size int64) *gen { return &gen{base: base, size: size} }
+
+func (g *gen) Read(p []byte) (int, error) {
+	if g.pos >= g.size {
+		return 0, io.EOF
+	}
+	if rest := g.size - g.pos; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n := 0
+	for n < len(p) {
+		off := (g.base + g.pos + int64(n)) % int64(len(pattern))
+		n += copy(p[n:], pattern[off:])
+	}
+	g.pos += int64(n)
+	return n, nil
+}
+
+func (g *gen) Seek(off int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		off += g.pos
+	case io.SeekEnd:
+		off += g.size
+	}
+	if off < 0 {
+		return 0, errors.New("gen: negative seek")
+	}
+	g.pos = off
+	return off, nil
+}
+
+// evict writes back and drops path's pages from the page cache, so the next
+// read comes from the disk.
+func evict(b *testing.B, path string) {
+	b.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		b.Fatalf("fsync %s: %v", path, err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		b.Fatalf("fadvise %s: %v", path, err)
+	}
+}
+
+// directRead reads path with a 1 MiB buffer and discards it; it returns the
+// bytes read and the time taken.
+func directRead(b *testing.B, path string, buf []byte) (int64, time.Duration) {
+	b.Helper()
+	start := time.Now()
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for {
+		m, err := f.Read(buf)
+		n += int64(m)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	_ = f.Close()
+	return n, time.Since(start)
+}
+
+// directWrite writes size generated bytes to a new file and fsyncs it, as an
+// engine writing the warehouse directory would. It returns the time taken.
+func directWrite(b *testing.B, path string, size int64, buf []byte) time.Duration {
+	b.Helper()
+	start := time.Now()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := newGen(0, size)
+	for {
+		m, err := g.Read(buf)
+		if m > 0 {
+			if _, werr := f.Write(buf[:m]); werr != nil {
+				b.Fatal(werr)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// httpRead GETs u with a 1 MiB read loop and discards the body.
+func httpRead(b *testing.B, c *http.Client, u string, buf []byte) (int64, time.Duration) {
+	b.Helper()
+	start := time.Now()
+	resp, err := c.Get(u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		b.Fatalf("GET: %s: %s", resp.Status, msg)
+	}
+	var n int64
+	for {
+		m, err := resp.Body.Read(buf)
+		n += int64(m)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return n, time.Since(start)
+}
+
+// httpClient is a plain keep-alive client; Go's transport would otherwise
+// ask for gzip.
+func httpClient(conns int) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = conns*2, conns*2
+	tr.DisableCompression = true
+	return &http.Client{Transport: tr}
+}
+
+// median of a non-empty sample.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func mbps(n int64, d time.Duration) float64 { return float64(n) / 1e6 / d.Seconds() }
+
+// load1 is the one-minute load average.
+func load1() float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f, err := strconv.ParseFloat(strings.Fields(string(raw))[0], 64)
+	if err != nil {
+		return -1
+	}
+	return f
+}
+
+// floeBinary returns the floe binary to run: FLOE_BENCH_S3_BIN, or a fresh
+// build of ./cmd/floe.
+func floeBinary(b *testing.B) string {
+	b.Helper()
+	if p := os.Getenv("FLOE_BENCH_S3_BIN"); p != "" {
+		return p
+	}
+	out := filepath.Join(b.TempDir(), "floe")
+	cmd := exec.Command("go", "build", "-o", out, "github.com/floe-lake/floe/cmd/floe")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, msg)
+	}
+	return out
+}
+
+// floeProc is one `floe serve` process and a table it vended credentials for.
+type floeProc struct {
+	cmd       *exec.Cmd
+	pid       int
+	dataDir   string
+	warehouse string // directory of bucket "floe"
+	catalog   string // REST catalog base URL
+	s3URL     string
+	region    string
+	creds     sigv4.Credentials
+	prefix    string // the table's key prefix in bucket "floe", ending in "/"
+	exited    chan struct{}
+}
+
+var (
+	reCatalog = regexp.MustCompile(`Iceberg REST catalog: (\S+)`)
+	reS3      = regexp.MustCompile(`S3 endpoint:\s+(\S+)\s+\(bucket "floe" = (.*?); `)
+)
+
+// startFloe starts `floe serve` on free loopback ports with a fresh data
+// directory, then creates namespace "bench" and table "t" and keeps the
+// credentials vended with it. The process is stopped (SIGINT) and its data
+// removed by stop or at the end of the benchmark.
+func startFloe(b *testing.B, bin string, encrypt bool) *floeProc {
+	b.Helper()
+	dir, err := os.MkdirTemp("", "floe-bench-s3-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &floeProc{dataDir: dir, exited: make(chan struct{})}
+	cmd := exec.Command(bin, "serve", "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0",
+		"--s3-listen", "127.0.0.1:0", "--maintenance=false", "--log-level", "warn")
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FLOE_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "FLOE_BOOTSTRAP_CREDENTIAL="+benchClient+":"+benchSecret,
+		"FLOE_ENCRYPTION="+strconv.FormatBool(encrypt))
+	logf, err := os.Create(filepath.Join(dir, "stderr.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = logf
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start floe: %v", err)
+	}
+	p.cmd, p.pid = cmd, cmd.Process.Pid
+	go func() { _ = cmd.Wait(); _ = logf.Close(); close(p.exited) }()
+	b.Cleanup(p.stop)
+
+	lines, quit := make(chan string), make(chan struct{})
+	b.Cleanup(func() { close(quit) })
+	go func() { // hand lines over until quit, then keep draining stdout
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-quit:
+				_, _ = io.Copy(io.Discard, stdout)
+				return
+			}
+		}
+	}()
+	deadline := time.After(60 * time.Second)
+	for ready := false; !ready; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				msg, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
+				b.Fatalf("floe exited before it was ready:\n%s", msg)
+			}
+			if m := reCatalog.FindStringSubmatch(l); m != nil {
+				p.catalog = m[1]
+			}
+			if m := reS3.FindStringSubmatch(l); m != nil {
+				p.s3URL, p.warehouse = m[1], m[2]
+			}
+			ready = strings.HasPrefix(l, "Press Ctrl-C")
+		case <-deadline:
+			b.Fatal("floe did not start within 60 s")
+		}
+	}
+	go func() {
+		for range lines {
+		}
+	}()
+	if p.catalog == "" || p.s3URL == "" {
+		b.Fatalf("could not parse floe's banner (catalog %q, s3 %q)", p.catalog, p.s3URL)
+	}
+	p.createTable(b)
+	return p
+}
+
+// stop interrupts the server, waits for it and removes its data directory.
+func (p *floeProc) stop() {
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	p.cmd = nil
+	_ = os.RemoveAll(p.dataDir)
+}
+
+// createTable gets a token, creates bench.t and keeps its vended credentials.
+func (p *floeProc) createTable(b *testing.B) {
+	b.Helper()
+	c := httpClient(1)
+	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {benchClient},
+		"client_secret": {benchSecret}, "scope": {"catalog"}}
+	resp, err := c.PostForm(p.catalog+"/v1/oauth/tokens", form)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&tok)
+	_ = resp.Body.Close()
+	if err != nil || tok.AccessToken == "" {
+		b.Fatalf("token: %s %v", resp.Status, err)
+	}
+	post := func(path, body string, out any) {
+		req, _ := http.NewRequest(http.MethodPost, p.catalog+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Iceberg-Access-Delegation", "vended-credentials")
+		resp, err := c.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("POST %s: %s: %s", path, resp.Status, raw)
+		}
+		if out != nil {
+			if err := json.Unmarshal(raw, out); err != nil {
+				b.Fatalf("POST %s: %v", path, err)
+			}
+		}
+	}
+	post("/v1/floe/namespaces", `{"namespace":["bench"]}`, nil)
+	var tbl struct {
+		Metadata struct {
+			Location string `json:"location"`
+		} `json:"metadata"`
+		Config map[string]string `json:"config"`
+	}
+	post("/v1/floe/namespaces/bench/tables",
+		`{"name":"t","schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":true,"type":"long"}]}}`, &tbl)
+	cfg := tbl.Config
+	p.creds = sigv4.Credentials{AccessKeyID: cfg["s3.access-key-id"], SecretAccessKey: cfg["s3.secret-access-key"],
+		SessionToken: cfg["s3.session-token"]}
+	p.region = cfg["client.region"]
+	if p.creds.AccessKeyID == "" || p.region == "" {
+		b.Fatalf("createTable vended no credentials: config keys %v", slices.Sorted(maps.Keys(cfg)))
+	}
+	if ep := cfg["s3.endpoint"]; ep != p.s3URL {
+		b.Fatalf("vended endpoint %q, banner %q", ep, p.s3URL)
+	}
+	loc, ok := strings.CutPrefix(tbl.Metadata.Location, "s3://floe/")
+	if !ok {
+		b.Fatalf("table location %q is not in bucket floe", tbl.Metadata.Location)
+	}
+	p.prefix = strings.TrimSuffix(loc, "/") + "/"
+}
+
+// presign returns a presigned URL for method on the table-relative key.
+func (p *floeProc) presign(b *testing.B, method, key string) string {
+	b.Helper()
+	req, err := http.NewRequest(method, p.s3URL+"/floe/"+p.prefix+key, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u, err := sigv4.Presign(req, p.creds, p.region, "s3", time.Now(), time.Hour, sigv4.SignOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return u
+}
+
+// file is the on-disk file of a table-relative key.
+func (p *floeProc) file(key string) string {
+	return filepath.Join(p.warehouse, filepath.FromSlash(p.prefix+key))
+}
+
+// put uploads size generated bytes to key through a presigned URL.
+func (p *floeProc) put(b *testing.B, c *http.Client, key string, size int64) time.Duration {
+	b.Helper()
+	u := p.presign(b, http.MethodPut, key)
+	start := time.Now()
+	req, err := http.NewRequest(http.MethodPut, u, struct{ io.Reader }{newGen(0, size)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.ContentLength = size
+	resp, err := c.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("PUT %s: %s: %s", key, resp.Status, msg)
+	}
+	return time.Since(start)
+}
+
+// del deletes key through a presigned URL.
+func (p *floeProc) del(b *testing.B, c *http.Client, key string) {
+	b.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, p.presign(b, http.MethodDelete, key), nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
+		b.Fatalf("DELETE %s: %s", key, resp.Status)
+	}
+}
+
+// cpuTime is the user+system CPU time of process pid so far.
+func cpuTime(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // fields from 3 (state) on
+	ut, _ := strconv.ParseInt(f[11], 10, 64)                 // field 14
+	st, _ := strconv.ParseInt(f[12], 10, 64)                 // field 15
+	return time.Duration(ut+st) * time.Second / 100          // USER_HZ is 100 on Linux
+}
+
+// ceiling starts a bare net/http file server over root in a separate
+// process (this test binary running TestS3CeilingServer) and returns its URL.
+// It serves files with http.ServeContent, which sends them with sendfile.
+func ceiling(b *testing.B, root string) string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestS3CeilingServer$", "-test.count=1", "-test.v=false")
+	cmd.Env = append(os.Environ(), "FLOE_BENCH_S3_CEILING_ROOT="+root)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "ceiling "); ok {
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			return u
+		}
+	}
+	b.Fatal("ceiling server did not start")
+	return ""
+}
+
+// TestS3CeilingServer is the ceiling server's process; it does nothing
+// unless started by ceiling. It serves until its stdin closes.
+func TestS3CeilingServer(t *testing.T) {
+	root := os.Getenv("FLOE_BENCH_S3_CEILING_ROOT")
+	if root == "" {
+		t.Skip("helper process of the S3 benchmarks")
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, err := os.Open(filepath.Join(root, filepath.FromSlash(path.Clean("/"+r.URL.Path))))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		http.ServeContent(w, r, "", fi.ModTime(), f)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("ceiling http://%s\n", ln.Addr())
+	go func() { _ = srv.Serve(ln) }()
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	_ = srv.Close()
+}
+
+// BenchmarkS3Get: GET of one object through the endpoint (presigned URL,
+// plain net/http client, 1 MiB read loop), against reading the object's file
+// directly and against a bare net/http server sending the same file over
+// loopback (the transport ceiling). All three read the same on-disk file
+// (ciphertext when encryption is on). Modes:
+//
+//   - warm: the file is in the page cache;
+//   - cold: its pages are dropped (fsync, FADV_DONTNEED) before every timed
+//     read, after one untimed cold read so every round finds the virtual
+//     disk in the same state (a VM host may still cache the disk image);
+//   - disk: every timed read is the first read of a freshly written object,
+//     evicted from the page cache, so it also misses any host cache.
+func BenchmarkS3Get(b *testing.B) {
+	s3Bench(b)
+	size := envSize(b, "FLOE_BENCH_S3_SIZE", 1<<30)
+	bin := floeBinary(b)
+	for _, enc := range []bool{false, true} {
+		b.Run("encryption="+onOff(enc), func(b *testing.B) {
+			p := startFloe(b, bin, enc)
+			c := httpClient(1)
+			p.put(b, c, "data/big", size)
+			ceil := ceiling(b, p.warehouse) + "/" + p.prefix
+			for _, mode := range []string{"warm", "cold", "disk"} {
+				b.Run(mode, func(b *testing.B) {
+					getBench(b, p, c, ceil, size, mode)
+				})
+			}
+		})
+	}
+}
+
+func onOff(v bool) string { return map[bool]string{false: "off", true: "on"}[v] }
+
+func getBench(b *testing.B, p *floeProc, c *http.Client, ceil string, size int64, mode string) {
+	buf := make([]byte, ioBuf)
+	ways := []struct {
+		name string
+		read func(key string) (int64, time.Duration)
+	}{
+		{"direct", func(key string) (int64, time.Duration) { return directRead(b, p.file(key), buf) }},
+		{"endpoint", func(key string) (int64, time.Duration) {
+			return httpRead(b, c, p.presign(b, http.MethodGet, key), buf)
+		}},
+		{"ceiling", func(key string) (int64, time.Duration) { return httpRead(b, c, ceil+key, buf) }},
+	}
+	const big = "data/big"
+	switch mode {
+	case "warm": // bring the file into the page cache and connections up
+		for _, w := range ways {
+			w.read(big)
+		}
+	case "cold":
+		evict(b, p.file(big))
+		directRead(b, p.file(big), buf)
+	}
+	rates := map[string][]float64{}
+	var cpu []float64
+	ld := load1() // reported after the loop: b.Loop clears earlier metrics
+	round := 0
+	for b.Loop() {
+		for i := range ways {
+			w := ways[(i+round)%len(ways)]
+			key := big
+			switch mode {
+			case "cold":
+				evict(b, p.file(big))
+			case "disk": // a new key each time, so no freed blocks are reused
+				b.StopTimer()
+				key = fmt.Sprintf("data/fresh-%d-%d", round, i)
+				p.put(b, c, key, size)
+				evict(b, p.file(key))
+				b.StartTimer()
+			}
+			fi, err := os.Stat(p.file(key))
+			if err != nil {
+				b.Fatal(err)
+			}
+			want := fi.Size()
+			if w.name == "endpoint" {
+				want = size
+			}
+			cpu0 := cpuTime(p.pid)
+			n, d := w.read(key)
+			if n != want {
+				b.Fatalf("%s read %d bytes, want %d", w.name, n, want)
+			}
+			rates[w.name] = append(rates[w.name], mbps(n, d))
+			if w.name == "endpoint" {
+				cpu = append(cpu, (cpuTime(p.pid)-cpu0).Seconds()/(float64(size)/(1<<30)))
+			}
+		}
+		round++
+	}
+	reportRates(b, rates, cpu, "ceiling")
+	b.ReportMetric(ld, "load1")
+}
+
+// reportRates reports the median MB/s of each way and the ratios.
+func reportRates(b *testing.B, rates map[string][]float64, cpu []float64, extra string) {
+	d, e := median(rates["direct"]), median(rates["endpoint"])
+	b.ReportMetric(d, "direct-MB/s")
+	b.ReportMetric(e, "endpoint-MB/s")
+	b.ReportMetric(e/d, "endpoint/direct")
+	if extra != "" {
+		x := median(rates[extra])
+		b.ReportMetric(x, extra+"-MB/s")
+		b.ReportMetric(x/d, extra+"/direct")
+		b.ReportMetric(e/x, "endpoint/"+extra)
+	}
+	b.ReportMetric(median(cpu), "server-cpu-s/GiB")
+	for _, k := range slices.Sorted(maps.Keys(rates)) {
+		b.Logf("%s MB/s per round: %.0f", k, rates[k])
+	}
+}
+
+// BenchmarkS3Put: PUT of one object through the endpoint (presigned URL,
+// body streamed from a generator) against writing the same bytes to a new
+// file in the same file system and fsyncing it.
+func BenchmarkS3Put(b *testing.B) {
+	s3Bench(b)
+	size := envSize(b, "FLOE_BENCH_S3_SIZE", 1<<30)
+	bin := floeBinary(b)
+	for _, enc := range []bool{false, true} {
+		b.Run("encryption="+onOff(enc), func(b *testing.B) {
+			p := startFloe(b, bin, enc)
+			c := httpClient(1)
+			buf := make([]byte, ioBuf)
+			directDir := filepath.Join(p.dataDir, "direct")
+			if err := os.Mkdir(directDir, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			p.put(b, c, "data/warmup", 1<<20) // connection and first-request setup
+			rates := map[string][]float64{}
+			var cpu []float64
+			ld := load1() // reported after the loop: b.Loop clears earlier metrics
+			round := 0
+			for b.Loop() {
+				endpoint := func() {
+					cpu0 := cpuTime(p.pid)
+					d := p.put(b, c, "data/put", size)
+					cpu = append(cpu, (cpuTime(p.pid)-cpu0).Seconds()/(float64(size)/(1<<30)))
+					rates["endpoint"] = append(rates["endpoint"], mbps(size, d))
+				}
+				direct := func() {
+					rates["direct"] = append(rates["direct"], mbps(size, directWrite(b, filepath.Join(directDir, "put"), size, buf)))
+				}
+				if round%2 == 0 {
+					direct()
+					endpoint()
+				} else {
+					endpoint()
+					direct()
+				}
+				b.StopTimer()
+				p.del(b, c, "data/put")
+				if err := os.Remove(filepath.Join(directDir, "put")); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				round++
+			}
+			reportRates(b, rates, cpu, "")
+			b.ReportMetric(ld, "load1")
+		})
+	}
+}
+
+// memSample is one reading of /proc/<pid>/status.
+type memSample struct{ rss, hwm int64 } // bytes
+
+func readMem(pid int) (memSample, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return memSample{}, err
+	}
+	var m memSample
+	for _, line := range strings.Split(string(raw), "\n") {
+		var dst *int64
+		switch {
+		case strings.HasPrefix(line, "VmRSS:"):
+			dst = &m.rss
+		case strings.HasPrefix(line, "VmHWM:"):
+			dst = &m.hwm
+		default:
+			continue
+		}
+		f := strings.Fields(line)
+		kb, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return memSample{}, fmt.Errorf("%s: %w", line, err)
+		}
+		*dst = kb << 10
+	}
+	return m, nil
+}
+
+// sampler records the peak VmRSS of pid every 20 ms until stopped.
+type sampler struct {
+	peak atomic.Int64
+	n    atomic.Int64
+	stop chan struct{}
+	done chan struct{}
+}
+
+func sample(pid int) *sampler {
+	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if m, err := readMem(pid); err == nil {
+				s.n.Add(1)
+				if m.rss > s.peak.Load() {
+					s.peak.Store(m.rss)
+				}
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *sampler) finish() int64 {
+	close(s.stop)
+	<-s.done
+	return s.peak.Load()
+}
+
+// BenchmarkS3MultipartMemory: 32 concurrent multipart uploads (aws-sdk-go-v2,
+// 8 MiB parts, bodies generated on the fly) into a fresh server process per
+// round, measuring the server's resident memory: VmRSS sampled every 20 ms,
+// peak minus the value before the uploads, and VmHWM (reset before the
+// uploads through /proc/<pid>/clear_refs).
+func BenchmarkS3MultipartMemory(b *testing.B) {
+	s3Bench(b)
+	size := envSize(b, "FLOE_BENCH_S3_MP_SIZE", 100*mib)
+	bin := floeBinary(b)
+	for _, enc := range []bool{false, true} {
+		b.Run("encryption="+onOff(enc), func(b *testing.B) {
+			var extra, hwm, base, rate []float64
+			ld := load1() // reported after the loop: b.Loop clears earlier metrics
+			for b.Loop() {
+				b.StopTimer()
+				p := startFloe(b, bin, enc)
+				hc := httpClient(mpUploads)
+				client := s3.New(s3.Options{
+					Region:       p.region,
+					BaseEndpoint: aws.String(p.s3URL),
+					UsePathStyle: true,
+					Credentials:  credentials.NewStaticCredentialsProvider(p.creds.AccessKeyID, p.creds.SecretAccessKey, p.creds.SessionToken),
+					HTTPClient:   hc,
+					Retryer:      aws.NopRetryer{},
+					// config.LoadDefaultConfig's choice: a CRC checksum on every
+					// upload; over http the payload SHA-256 is signed too.
+					RequestChecksumCalculation: aws.RequestChecksumCalculationWhenSupported,
+				})
+				ctx := context.Background()
+				// One small request first, so the baseline includes a warmed-up endpoint.
+				if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("floe"), Key: aws.String(p.prefix + "data/warmup"),
+					Body: bytes.NewReader([]byte("warm"))}); err != nil {
+					b.Fatal(err)
+				}
+				time.Sleep(time.Second)
+				if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.pid), []byte("5"), 0); err != nil {
+					b.Fatalf("reset VmHWM: %v", err)
+				}
+				before, err := readMem(p.pid)
+				if err != nil {
+					b.Fatal(err)
+				}
+				smp := sample(p.pid)
+				b.StartTimer()
+				start := time.Now()
+				var wg sync.WaitGroup
+				errs := make(chan error, mpUploads)
+				for u := range mpUploads {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if err := multipart(ctx, client, p.prefix+fmt.Sprintf("data/mp-%02d", u), int64(u)*7919, size); err != nil {
+							errs <- fmt.Errorf("upload %d: %w", u, err)
+						}
+					}()
+				}
+				wg.Wait()
+				elapsed := time.Since(start)
+				b.StopTimer()
+				peak := smp.finish()
+				after, err := readMem(p.pid)
+				if err != nil {
+					b.Fatal(err)
+				}
+				close(errs)
+				for err := range errs {
+					b.Fatal(err)
+				}
+				for u := range mpUploads {
+					fi, err := os.Stat(p.file(fmt.Sprintf("data/mp-%02d", u)))
+					if err != nil || (!enc && fi.Size() != size) || fi.Size() < size {
+						b.Fatalf("upload %d on disk: %v %v", u, fi, err)
+					}
+				}
+				peak = max(peak, after.rss)
+				extra = append(extra, float64(peak-before.rss)/mib)
+				hwm = append(hwm, float64(after.hwm)/mib)
+				base = append(base, float64(before.rss)/mib)
+				rate = append(rate, mbps(size*mpUploads, elapsed))
+				b.Logf("round: baseline VmRSS %.0f MiB, peak VmRSS %.0f MiB (%d samples), extra %.0f MiB, VmHWM %.0f MiB, %.0f MB/s",
+					float64(before.rss)/mib, float64(peak)/mib, smp.n.Load(), extra[len(extra)-1], hwm[len(hwm)-1], rate[len(rate)-1])
+				p.stop()
+				hc.CloseIdleConnections()
+				b.StartTimer()
+			}
+			b.ReportMetric(median(extra), "extra-MiB")
+			b.ReportMetric(slices.Max(extra), "extra-max-MiB")
+			b.ReportMetric(median(hwm), "VmHWM-MiB")
+			b.ReportMetric(median(base), "baseline-MiB")
+			b.ReportMetric(median(rate), "MB/s")
+			b.ReportMetric(ld, "load1")
+		})
+	}
+}
+
+// multipart uploads size generated bytes to key in 8 MiB parts, one part
+// at a time.
+func multipart(ctx context.Context, c *s3.Client, key string, seed, size int64) error {
+	cr, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("floe"), Key: aws.String(key)})
+	if err != nil {
+		return err
+	}
+	var parts []types.CompletedPart
+	for off, n := int64(0), int32(1); off < size; off, n = off+mpPart, n+1 {
+		l := min(mpPart, size-off)
+		up, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String("floe"), Key: aws.String(key), UploadId: cr.UploadId,
+			PartNumber: aws.Int32(n), Body: newGen(seed+off, l), ContentLength: aws.Int64(l)})
+		if err != nil {
+			return fmt.Errorf("part %d: %w", n, err)
+		}
+		parts = append(parts, types.CompletedPart{PartNumber: aws.Int32(n), ETag: up.ETag})
+	}
+	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String("floe"), Key: aws.String(key),
+		UploadId: cr.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}})
+	return err
+}
