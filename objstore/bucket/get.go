@@ -132,6 +132,11 @@ func (s *Store) openBody(ctx context.Context, f *os.File, fi fileInfo, o GetOpti
 	}
 	obj := &Object{Info: fi.info}
 	off, n := int64(0), fi.info.Size
+	if o.Range == "" && n >= sequentialHint {
+		// A whole large object is read front to back: ask for aggressive
+		// readahead (the data files engines scan are usually not cached).
+		adviseSequential(f)
+	}
 	r, ok, err := ParseRange(o.Range, fi.info.Size)
 	if err != nil {
 		return nil, err

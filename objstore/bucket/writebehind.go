@@ -25,3 +25,7 @@ func (w *writeBehind) Write(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// sequentialHint is the object size from which a whole-object GET tells
+// the kernel it will read sequentially.
+const sequentialHint = 4 << 20

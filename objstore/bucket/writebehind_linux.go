@@ -12,3 +12,9 @@ import (
 func startWriteback(f *os.File, off, n int64) {
 	_ = unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
 }
+
+// adviseSequential hints that f will be read front to back (a larger
+// readahead window); errors are ignored, it is only advice.
+func adviseSequential(f *os.File) {
+	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_SEQUENTIAL)
+}
