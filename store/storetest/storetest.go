@@ -64,6 +64,7 @@ func Run(t *testing.T, open Opener) {
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
 		{"Leases", testLeases},
 		{"VendKeys", testVendKeys},
+		{"Authz", testAuthz},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

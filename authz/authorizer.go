@@ -1,0 +1,292 @@
+package authz
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/floe-lake/floe"
+)
+
+// Store persists grants, roles, memberships and tags. Every mutation
+// increments the authorization version in the same transaction, so that
+// each node's Authorizer notices it with one cheap read. Errors are
+// *floe.Error values of the kinds documented per method.
+type Store interface {
+	// AuthzVersion returns the current authorization version (0 before the
+	// first mutation). It must be one indexed read.
+	AuthzVersion(ctx context.Context) (int64, error)
+	// LoadAuthz reads everything, consistently, with the version it is at.
+	LoadAuthz(ctx context.Context) (*Snapshot, error)
+	// CreateRole adds a role: AlreadyExists (entity "role") if the name is taken.
+	CreateRole(ctx context.Context, r RoleInfo) error
+	// DropRole removes a role with its memberships and the grants to it:
+	// NotFound (entity "role").
+	DropRole(ctx context.Context, name string) error
+	// AddRoleMember makes a principal a member of a role: NotFound (entity
+	// "role") if there is no such role, AlreadyExists (entity "role member")
+	// if it is a member already.
+	AddRoleMember(ctx context.Context, role, principal string) error
+	// RemoveRoleMember removes a membership: NotFound (entity "role member").
+	RemoveRoleMember(ctx context.Context, role, principal string) error
+	// PutGrant stores a normalized grant (its ID set): AlreadyExists (entity
+	// "grant") if a grant with that ID exists, NotFound (entity "role") if it
+	// is given to a role that does not exist.
+	PutGrant(ctx context.Context, g Grant) error
+	// DeleteGrant removes the grant with that ID: NotFound (entity "grant").
+	DeleteGrant(ctx context.Context, id string) error
+	// DeleteGrantsOn removes the grants naming s (not tag-based grants) and
+	// the tags on s and its columns, and returns how many grants it removed.
+	// It does not touch securables inside s.
+	DeleteGrantsOn(ctx context.Context, s Securable) (int, error)
+	// SetTags sets (adds or replaces) the given keys of t's own tags.
+	SetTags(ctx context.Context, t TagTarget, tags map[string]string) error
+	// DeleteTags removes the given keys of t's own tags and returns how many
+	// existed.
+	DeleteTags(ctx context.Context, t TagTarget, keys []string) (int, error)
+}
+
+// Options configures an Authorizer. Zero values mean defaults.
+type Options struct {
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Authorizer holds the current Policy and keeps it fresh, and applies
+// validated mutations to the store. It is safe for concurrent use.
+type Authorizer struct {
+	store Store
+	log   *slog.Logger
+	now   func() time.Time
+	cur   atomic.Pointer[Policy]
+	mu    sync.Mutex // serializes reloads
+}
+
+// New returns an Authorizer over store. The policy is loaded on first use.
+func New(store Store, opts Options) *Authorizer {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Authorizer{store: store, log: opts.Logger, now: opts.Now}
+}
+
+// Policy returns the current policy. It reads the store's authorization
+// version (one indexed read) and reloads the whole policy only when the
+// version changed, so a mutation made on any node is seen by every node on
+// its next request.
+func (a *Authorizer) Policy(ctx context.Context) (*Policy, error) {
+	v, err := a.store.AuthzVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p := a.cur.Load(); p != nil && p.version >= v {
+		return p, nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p := a.cur.Load(); p != nil && p.version >= v {
+		return p, nil
+	}
+	start := time.Now()
+	snap, err := a.store.LoadAuthz(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := NewPolicy(snap)
+	if err != nil {
+		return nil, err
+	}
+	a.cur.Store(p)
+	a.log.DebugContext(ctx, "authz: policy loaded", "version", p.version, "grants", len(p.grants),
+		"roles", len(p.roles), "tags", p.tagsCount, "took", time.Since(start))
+	return p, nil
+}
+
+// Check loads the current policy and checks sub's priv on s (see Policy.Check).
+func (a *Authorizer) Check(ctx context.Context, sub Subject, priv Privilege, s Securable) error {
+	p, err := a.Policy(ctx)
+	if err != nil {
+		return err
+	}
+	return p.Check(sub, priv, s)
+}
+
+// Grant validates and normalizes g (canonical tag expression, sorted filter
+// columns, ID from its content), stores it and returns it. A zero CreatedAt
+// is set to now.
+func (a *Authorizer) Grant(ctx context.Context, g Grant) (Grant, error) {
+	if err := g.normalize(); err != nil {
+		return Grant{}, err
+	}
+	if g.CreatedAt.IsZero() {
+		g.CreatedAt = a.now()
+	}
+	if err := a.store.PutGrant(ctx, g); err != nil {
+		return Grant{}, err
+	}
+	return g, nil
+}
+
+// Revoke removes the grant equal to g (same grantee, privilege, securable or
+// tag expression, AllTables and filter): NotFound (entity "grant") if there
+// is none.
+func (a *Authorizer) Revoke(ctx context.Context, g Grant) error {
+	if err := g.normalize(); err != nil {
+		return err
+	}
+	err := a.store.DeleteGrant(ctx, g.ID)
+	if floe.KindOf(err) == floe.NotFound {
+		return floe.E(floe.NotFound, "grant", "no grant of %s", g.Describe())
+	}
+	return err
+}
+
+// RevokeID removes the grant with that ID: NotFound (entity "grant").
+func (a *Authorizer) RevokeID(ctx context.Context, id string) error {
+	if id == "" {
+		return floe.E(floe.Invalid, "grant", "grant id must not be empty")
+	}
+	return a.store.DeleteGrant(ctx, id)
+}
+
+// DeleteGrantsOn removes the grants naming s and the tags on s (and its
+// columns); the catalog calls it when s is dropped. Renaming a table or view
+// is a drop followed by a create for authorization: its named grants and
+// tags do not follow it (as in Lake Formation), while AllTables and
+// tag-based grants cover it under its new name as they cover any object.
+func (a *Authorizer) DeleteGrantsOn(ctx context.Context, s Securable) (int, error) {
+	if err := s.Validate(); err != nil {
+		return 0, err
+	}
+	return a.store.DeleteGrantsOn(ctx, s)
+}
+
+// ListGrants returns the current grants for which keep returns true (all when
+// keep is nil), sorted by ID.
+func (a *Authorizer) ListGrants(ctx context.Context, keep func(*Grant) bool) ([]Grant, error) {
+	p, err := a.Policy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(p.Grants(keep)), nil
+}
+
+// MaxDescriptionLength is the longest role description accepted.
+const MaxDescriptionLength = 1024
+
+// CreateRole validates and stores a role. A zero CreatedAt is set to now.
+func (a *Authorizer) CreateRole(ctx context.Context, r RoleInfo) error {
+	if err := validateName("role", r.Name); err != nil {
+		return err
+	}
+	if len(r.Description) > MaxDescriptionLength {
+		return floe.E(floe.Invalid, "role", "role description is longer than %d bytes", MaxDescriptionLength)
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = a.now()
+	}
+	return a.store.CreateRole(ctx, r)
+}
+
+// DropRole removes a role, its memberships and the grants to it.
+func (a *Authorizer) DropRole(ctx context.Context, name string) error {
+	if err := validateName("role", name); err != nil {
+		return err
+	}
+	return a.store.DropRole(ctx, name)
+}
+
+// AddMember makes the principal (by name) a member of role. Whether the
+// principal exists is not checked here: a membership of an unknown
+// principal grants nothing until a principal of that name exists.
+func (a *Authorizer) AddMember(ctx context.Context, role, principal string) error {
+	if err := validateName("role", role); err != nil {
+		return err
+	}
+	if err := validateName("principal", principal); err != nil {
+		return err
+	}
+	return a.store.AddRoleMember(ctx, role, principal)
+}
+
+// RemoveMember removes the principal from role.
+func (a *Authorizer) RemoveMember(ctx context.Context, role, principal string) error {
+	if err := validateName("role", role); err != nil {
+		return err
+	}
+	if err := validateName("principal", principal); err != nil {
+		return err
+	}
+	return a.store.RemoveRoleMember(ctx, role, principal)
+}
+
+// MaxTagsPerTarget bounds how many tags one SetTags call may set.
+const MaxTagsPerTarget = 50
+
+// SetTags validates and sets tags on t (other keys of t are kept).
+func (a *Authorizer) SetTags(ctx context.Context, t TagTarget, tags map[string]string) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	if len(tags) == 0 {
+		return floe.E(floe.Invalid, "tag", "no tags to set")
+	}
+	if len(tags) > MaxTagsPerTarget {
+		return floe.E(floe.Invalid, "tag", "more than %d tags at once", MaxTagsPerTarget)
+	}
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		if err := ValidateTagKey(k); err != nil {
+			return err
+		}
+		if err := ValidateTagValue(tags[k]); err != nil {
+			return err
+		}
+	}
+	return a.store.SetTags(ctx, t, tags)
+}
+
+// DeleteTags removes the given keys from t's own tags: NotFound (entity
+// "tag") if none of them was set.
+func (a *Authorizer) DeleteTags(ctx context.Context, t TagTarget, keys ...string) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return floe.E(floe.Invalid, "tag", "no tag keys to delete")
+	}
+	for _, k := range keys {
+		if err := ValidateTagKey(k); err != nil {
+			return err
+		}
+	}
+	n, err := a.store.DeleteTags(ctx, t, keys)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return floe.E(floe.NotFound, "tag", "%s has no tag %s", t, quote(keys[0]))
+	}
+	return nil
+}
+
+// CheckGrantAdmin returns nil if sub may make or revoke g: MANAGE_GRANTS on
+// the securable g names (on the warehouse for a tag-based grant).
+func (p *Policy) CheckGrantAdmin(sub Subject, g *Grant) error {
+	return p.Check(sub, ManageGrants, g.On)
+}
+
+// CheckTagAdmin returns nil if sub may set or delete tags on t: MANAGE_GRANTS
+// on the securable (tags decide tag-based access, so they are governed like
+// grants).
+func (p *Policy) CheckTagAdmin(sub Subject, t TagTarget) error {
+	return p.Check(sub, ManageGrants, t.On)
+}

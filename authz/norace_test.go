@@ -1,0 +1,5 @@
+//go:build !race
+
+package authz_test
+
+const raceEnabled = false
