@@ -108,13 +108,9 @@ func (l *Log) Append(ctx context.Context, e Event) (Record, error) {
 		return Record{}, err
 	}
 	out, err := l.store.AppendAudit(ctx, func(prevSeq int64, prevHash string) (Record, error) {
-		r.Seq, r.PrevHash = prevSeq+1, prevHash
-		h, err := hashRecord(r)
-		if err != nil {
-			return Record{}, err
-		}
-		r.Hash = h
-		return r, nil
+		rs := []Record{r}
+		err := sealChain(rs, prevSeq, prevHash)
+		return rs[0], err
 	})
 	if err != nil {
 		l.log.ErrorContext(ctx, "audit: append failed", "action", e.Action, "request_id", e.RequestID, "err", err)
@@ -137,20 +133,26 @@ func (l *Log) AppendBatch(ctx context.Context, events []Event) error {
 		rs = append(rs, r)
 	}
 	err := l.store.AppendAuditBatch(ctx, func(prevSeq int64, prevHash string) ([]Record, error) {
-		for i := range rs {
-			rs[i].Seq, rs[i].PrevHash = prevSeq+1, prevHash
-			h, err := hashRecord(rs[i])
-			if err != nil {
-				return nil, err
-			}
-			rs[i].Hash = h
-			prevSeq, prevHash = rs[i].Seq, h
-		}
-		return rs, nil
+		return rs, sealChain(rs, prevSeq, prevHash)
 	})
 	if err != nil {
 		l.log.ErrorContext(ctx, "audit: batch append failed", "events", len(events), "err", err)
 		return fmt.Errorf("audit: append %d events: %w", len(events), err)
+	}
+	return nil
+}
+
+// sealChain links rs after the record (prevSeq, prevHash), in order, and
+// fills in their hashes.
+func sealChain(rs []Record, prevSeq int64, prevHash string) error {
+	for i := range rs {
+		rs[i].Seq, rs[i].PrevHash = prevSeq+1, prevHash
+		h, err := hashRecord(rs[i])
+		if err != nil {
+			return err
+		}
+		rs[i].Hash = h
+		prevSeq, prevHash = rs[i].Seq, h
 	}
 	return nil
 }

@@ -15,29 +15,10 @@ const auditColumns = "seq, time, request_id, principal, client_addr, action, res
 // once if the transaction is retried.
 func (s *Store) AppendAudit(ctx context.Context, seal func(prevSeq int64, prevHash string) (audit.Record, error)) (audit.Record, error) {
 	var out audit.Record
-	err := s.write(ctx, "append audit event", func(c conn) error {
-		var seq int64
-		var hash string
-		if err := c.queryRow(ctx, "SELECT seq, hash FROM audit_head WHERE id = 1"+s.d.forUpdate).Scan(&seq, &hash); err != nil {
-			return err
-		}
-		r, err := seal(seq, hash)
-		if err != nil {
-			return floe.Wrap(floe.Internal, err, "seal audit record")
-		}
-		if r.Seq != seq+1 || r.PrevHash != hash || r.Hash == "" {
-			return floe.E(floe.Internal, "audit", "sealed record %d does not follow record %d", r.Seq, seq)
-		}
-		if _, err := c.exec(ctx, "INSERT INTO audit_events ("+auditColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-			r.Seq, s.d.timeArg(r.Time), r.RequestID, r.Principal, r.ClientAddr, r.Action, r.Resource, r.Outcome,
-			string(r.Detail), r.PrevHash, r.Hash); err != nil {
-			return err
-		}
-		if _, err := c.exec(ctx, "UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1", r.Seq, r.Hash); err != nil {
-			return err
-		}
+	err := s.AppendAuditBatch(ctx, func(prevSeq int64, prevHash string) ([]audit.Record, error) {
+		r, err := seal(prevSeq, prevHash)
 		out = r
-		return nil
+		return []audit.Record{r}, err
 	})
 	if err != nil {
 		return audit.Record{}, err
