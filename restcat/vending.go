@@ -12,6 +12,7 @@ import (
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/objstore"
 	"github.com/floe-lake/floe/vend"
 )
 
@@ -82,22 +83,14 @@ func delegation(r *http.Request) string {
 }
 
 // s3Location splits s3://bucket/key (also s3a://, s3n://) into bucket and
-// key prefix with a trailing slash.
+// key prefix with a trailing slash. The key is literal, as engines use it.
 func s3Location(loc string) (bucket, prefix string, ok bool) {
-	u, err := url.Parse(loc)
-	if err != nil {
+	bucket, key, err := objstore.ParseLocation(loc)
+	p := strings.Trim(key, "/")
+	if err != nil || p == "" {
 		return "", "", false
 	}
-	switch u.Scheme {
-	case "s3", "s3a", "s3n":
-	default:
-		return "", "", false
-	}
-	p := strings.Trim(u.Path, "/")
-	if u.Host == "" || p == "" {
-		return "", "", false
-	}
-	return u.Host, p + "/", true
+	return bucket, p + "/", true
 }
 
 // tableAccess is what a LoadTableResult carries for storage access.

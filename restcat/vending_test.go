@@ -362,3 +362,22 @@ func TestTableLocationsDoNotOverlap(t *testing.T) {
 	mustStatus(t, f.Do(t, "DELETE", f.P("/namespaces/ov/tables/a"), nil), 204)
 	mustStatus(t, f.Do(t, "POST", f.P("/namespaces/other/register"), map[string]any{"name": "copy", "metadata-location": a.MetadataLocation}), 200)
 }
+
+// TestVendedPrefixIsLiteral: engines use a table's location as a literal
+// key prefix, so the vended prefix must be exactly the location (not
+// URL-decoded), also for names with spaces.
+func TestVendedPrefixIsLiteral(t *testing.T) {
+	f := testkit.Start(t)
+	mustStatus(t, f.Do(t, "POST", f.P("/namespaces"), `{"namespace":["sp"]}`), 200)
+	var lt loadResult
+	r := f.Do(t, "POST", f.P("/namespaces/sp/tables"), createTableBody("two words", ""))
+	mustStatus(t, r, 200)
+	r.JSON(t, &lt)
+	if want := lt.Metadata.Location + "/"; len(lt.StorageCredentials) != 1 || lt.StorageCredentials[0].Prefix != want {
+		t.Fatalf("storage-credentials %+v, want prefix %q", lt.StorageCredentials, want)
+	}
+	key := strings.TrimPrefix(lt.Metadata.Location, "s3://floe/") + "/data/f.parquet"
+	if err := put(context.Background(), s3For(t, lt.Config), key, "x"); err != nil {
+		t.Fatalf("put under the literal location: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/objstore"
 )
 
 // FileIO adapts a Store to catalog.FileIO and catalog.Stater for locations
@@ -29,28 +30,8 @@ var (
 // FileIO returns the catalog adapter of s.
 func (s *Store) FileIO() *FileIO { return &FileIO{s: s} }
 
-// ParseLocation splits "s3://bucket/key" (or s3a://, s3n://) into bucket and
-// key. The key may be empty ("s3://bucket" or "s3://bucket/").
-func ParseLocation(location string) (bucket, key string, err error) {
-	rest, ok := "", false
-	for _, scheme := range []string{"s3://", "s3a://", "s3n://"} {
-		if len(location) >= len(scheme) && strings.EqualFold(location[:len(scheme)], scheme) {
-			rest, ok = location[len(scheme):], true
-			break
-		}
-	}
-	if !ok {
-		return "", "", floe.E(floe.Invalid, "", "location %q is not an s3:// URI", location)
-	}
-	bucket, key, _ = strings.Cut(rest, "/")
-	if bucket == "" {
-		return "", "", floe.E(floe.Invalid, "", "location %q names no bucket", location)
-	}
-	return bucket, key, nil
-}
-
 func (f *FileIO) object(location string) (bucket, key string, err error) {
-	bucket, key, err = ParseLocation(location)
+	bucket, key, err = objstore.ParseLocation(location)
 	if err != nil {
 		return "", "", err
 	}
@@ -104,7 +85,7 @@ func (f *FileIO) Delete(ctx context.Context, location string) error {
 // DeletePrefix removes every object under prefix, taken as a "directory":
 // "s3://b/t" removes "t/…" but not "t2". The bucket root cannot be removed.
 func (f *FileIO) DeletePrefix(ctx context.Context, prefix string) error {
-	bucket, key, err := ParseLocation(prefix)
+	bucket, key, err := objstore.ParseLocation(prefix)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,6 +19,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/objstore"
 )
 
 // FS reads and writes s3:// locations with one S3 client.
@@ -29,24 +29,6 @@ type FS struct {
 
 // New returns an FS using client.
 func New(client *s3.Client) *FS { return &FS{client: client} }
-
-// split parses s3://bucket/key (also s3a://, s3n://).
-func split(location string) (bucket, key string, err error) {
-	u, err := url.Parse(location)
-	if err != nil {
-		return "", "", floe.E(floe.Invalid, "", "bad location %q", location)
-	}
-	switch u.Scheme {
-	case "s3", "s3a", "s3n":
-	default:
-		return "", "", floe.E(floe.Invalid, "", "location %q is not an s3:// URI", location)
-	}
-	key = strings.TrimPrefix(u.Path, "/")
-	if u.Host == "" {
-		return "", "", floe.E(floe.Invalid, "", "location %q names no bucket", location)
-	}
-	return u.Host, key, nil
-}
 
 func notFound(err error) bool {
 	var nsk *types.NoSuchKey
@@ -60,7 +42,7 @@ func notFound(err error) bool {
 
 // ReadFile returns the whole object, or a NotFound error.
 func (f *FS) ReadFile(ctx context.Context, location string) ([]byte, error) {
-	b, k, err := split(location)
+	b, k, err := objstore.ParseLocation(location)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +64,7 @@ func (f *FS) ReadFile(ctx context.Context, location string) ([]byte, error) {
 // WriteFile writes a new object. S3 PUTs are atomic: readers see the old
 // object, or none, or the whole new one.
 func (f *FS) WriteFile(ctx context.Context, location string, data []byte) error {
-	b, k, err := split(location)
+	b, k, err := objstore.ParseLocation(location)
 	if err != nil {
 		return err
 	}
@@ -96,7 +78,7 @@ func (f *FS) WriteFile(ctx context.Context, location string, data []byte) error 
 
 // Delete removes one object; a missing object is not an error.
 func (f *FS) Delete(ctx context.Context, location string) error {
-	b, k, err := split(location)
+	b, k, err := objstore.ParseLocation(location)
 	if err != nil {
 		return err
 	}
@@ -108,7 +90,7 @@ func (f *FS) Delete(ctx context.Context, location string) error {
 
 // DeletePrefix removes every object under a location prefix.
 func (f *FS) DeletePrefix(ctx context.Context, prefix string) error {
-	b, k, err := split(prefix)
+	b, k, err := objstore.ParseLocation(prefix)
 	if err != nil {
 		return err
 	}
@@ -144,7 +126,7 @@ func (f *FS) DeletePrefix(ctx context.Context, prefix string) error {
 
 // Exists reports whether an object exists.
 func (f *FS) Exists(ctx context.Context, location string) (bool, error) {
-	b, k, err := split(location)
+	b, k, err := objstore.ParseLocation(location)
 	if err != nil {
 		return false, err
 	}
