@@ -2,6 +2,7 @@ package restcat
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -130,21 +131,17 @@ func session(ctx context.Context, id catalog.Ident, bucket, prefix string, write
 	return s
 }
 
-// access returns the storage access for a table at tableLoc. A location
-// that is not on S3 gets an empty config.
+// access returns the storage access for a table at tableLoc: the signer
+// configuration for a client that asked for remote signing only, vended
+// credentials otherwise. A location that is not on S3 gets an empty config.
 func (h *Handler) access(r *http.Request, wh string, id catalog.Ident, tableLoc string) (tableAccess, error) {
 	v := h.opts.Vending
-	out := tableAccess{Config: map[string]string{}}
-	if v == nil {
-		return out, nil
-	}
 	bucket, prefix, ok := s3Location(tableLoc)
-	if !ok {
-		return out, nil
+	if v == nil || !ok {
+		return tableAccess{Config: map[string]string{}}, nil
 	}
-	ctx := r.Context()
-	cfg := v.clientConfig()
 	if delegation(r) == delegateSign {
+		cfg := v.clientConfig()
 		cfg["s3.remote-signing-enabled"] = "true"
 		cfg["s3.signer"] = "S3V4RestSigner" // PyIceberg picks its signer by this name
 		cfg["s3.signer.uri"] = h.baseURL(r)
@@ -152,28 +149,27 @@ func (h *Handler) access(r *http.Request, wh string, id catalog.Ident, tableLoc 
 		if tok, ok := bearer(r); ok {
 			cfg["token"] = tok // PyIceberg's signer authenticates with the table config's token
 		}
-		out.Config = cfg
-		return out, nil
+		return tableAccess{Config: cfg}, nil
 	}
-	write := v.mayWrite(ctx, wh, id)
-	creds, sess, err := v.Minter.Mint(ctx, session(ctx, id, bucket, prefix, write), v.TTL)
+	return h.vendedAccess(r, wh, id, bucket, prefix)
+}
+
+// vendedAccess mints a credential for the table's prefix and returns it in
+// both places a LoadTableResult carries it.
+func (h *Handler) vendedAccess(r *http.Request, wh string, id catalog.Ident, bucket, prefix string) (tableAccess, error) {
+	v := h.opts.Vending
+	ctx := r.Context()
+	creds, sess, err := v.Minter.Mint(ctx, session(ctx, id, bucket, prefix, v.mayWrite(ctx, wh, id)), v.TTL)
 	if err != nil {
-		return out, floe.Wrap(floe.Unavailable, err, "cannot vend storage credentials for %s", id)
+		return tableAccess{}, floe.Wrap(floe.Unavailable, err, "cannot vend storage credentials for %s", id)
 	}
 	v.audit(ctx, sess)
-	credCfg := credentialConfig(creds)
-	for k, val := range credCfg {
-		cfg[k] = val
-	}
+	sc := v.clientConfig()
+	maps.Copy(sc, credentialConfig(creds))
+	cfg := maps.Clone(sc)
 	cfg["client.refresh-credentials-endpoint"] = tablePath(r, id) + "/credentials"
 	cfg["client.refresh-credentials-enabled"] = "true"
-	out.Config = cfg
-	sc := v.clientConfig()
-	for k, val := range credCfg {
-		sc[k] = val
-	}
-	out.StorageCredentials = []storageCredential{{Prefix: "s3://" + bucket + "/" + prefix, Config: sc}}
-	return out, nil
+	return tableAccess{Config: cfg, StorageCredentials: []storageCredential{{Prefix: "s3://" + bucket + "/" + prefix, Config: sc}}}, nil
 }
 
 func (v *Vending) audit(ctx context.Context, s vend.Session) {
@@ -244,14 +240,13 @@ func (h *Handler) loadCredentials(w http.ResponseWriter, r *http.Request) error 
 	if h.opts.Vending == nil {
 		return floe.E(floe.Unsupported, "", "this server does not vend storage credentials")
 	}
-	r.Header.Set("X-Iceberg-Access-Delegation", delegateVended)
-	acc, err := h.access(r, wh, id, st.Metadata.Location())
-	if err != nil {
-		return err
-	}
-	creds := acc.StorageCredentials
-	if creds == nil {
-		creds = []storageCredential{}
+	creds := []storageCredential{}
+	if bucket, prefix, ok := s3Location(st.Metadata.Location()); ok {
+		acc, err := h.vendedAccess(r, wh, id, bucket, prefix)
+		if err != nil {
+			return err
+		}
+		creds = acc.StorageCredentials
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, map[string]any{"storage-credentials": creds})
