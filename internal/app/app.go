@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/floe-lake/floe/audit"
+	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/maint"
@@ -40,6 +41,7 @@ type App struct {
 	cat     *catalog.Catalog
 	auth    *auth.Service
 	audit   *audit.Log
+	authz   *authz.Authorizer
 	oauth   *oauth.Handler
 	rest    *restcat.Handler
 	maint   *maint.Scheduler // nil when maintenance is off
@@ -97,6 +99,7 @@ func (a *App) init(ctx context.Context) error {
 		return fmt.Errorf("warehouse: %w", err)
 	}
 	a.cat = catalog.New(a.store, io, catalog.Options{Logger: a.log})
+	a.authz = authz.New(a.store, authz.Options{Logger: a.log})
 	issuer := cfg.PublicURL
 	if issuer == "" {
 		issuer = "http://" + cfg.Listen // made exact in Start
@@ -173,6 +176,9 @@ func (a *App) Handler() http.Handler { return a.handler }
 
 // Audit returns the audit log.
 func (a *App) Audit() *audit.Log { return a.audit }
+
+// Authz returns the authorizer (grants, roles, tags, decisions).
+func (a *App) Authz() *authz.Authorizer { return a.authz }
 
 // Auth returns the token service.
 func (a *App) Auth() *auth.Service { return a.auth }
