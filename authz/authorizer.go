@@ -37,6 +37,10 @@ type Store interface {
 	// "grant") if a grant with that ID exists, NotFound (entity "role") if it
 	// is given to a role that does not exist.
 	PutGrant(ctx context.Context, g Grant) error
+	// PutGrants stores normalized grants in one transaction, skipping those
+	// whose ID exists: NotFound (entity "role") if one is given to a role
+	// that does not exist.
+	PutGrants(ctx context.Context, gs []Grant) error
 	// DeleteGrant removes the grant with that ID: NotFound (entity "grant").
 	DeleteGrant(ctx context.Context, id string) error
 	// DeleteGrantsOn removes the grants naming s (not tag-based grants) and
@@ -134,6 +138,34 @@ func (a *Authorizer) Grant(ctx context.Context, g Grant) (Grant, error) {
 		return Grant{}, err
 	}
 	return g, nil
+}
+
+// GrantOwner grants the principal of sub what the creator of s needs on it
+// (see the package documentation), in one store transaction. It does
+// nothing for administrators, who need no grants, or subjects without a
+// principal name.
+func (a *Authorizer) GrantOwner(ctx context.Context, sub Subject, s Securable) error {
+	if sub.Admin || sub.Principal == "" {
+		return nil
+	}
+	set := ownerNamespace
+	switch s.Kind {
+	case KindTable, KindView:
+		set = ownerTable
+	case KindNamespace:
+	default:
+		return floe.E(floe.Invalid, "grant", "owner grants apply to namespaces, tables and views, not to a %s", s.Kind)
+	}
+	now := a.now()
+	gs := make([]Grant, 0, 6)
+	for _, p := range set.Privileges() {
+		g := Grant{Grantee: Principal(sub.Principal), Privilege: p, On: s, CreatedAt: now, CreatedBy: sub.Principal}
+		if err := g.normalize(); err != nil {
+			return err
+		}
+		gs = append(gs, g)
+	}
+	return a.store.PutGrants(ctx, gs)
 }
 
 // Revoke removes the grant equal to g (same grantee, privilege, securable or

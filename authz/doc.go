@@ -8,7 +8,8 @@
 //
 //   - DESCRIBE: list and load metadata (namespaces, tables, views); no data.
 //   - SELECT: read data (read-only vended credentials, SQL reads).
-//   - MODIFY: commit to a table and write its data.
+//   - MODIFY: commit to a table and write its data; replace a view.
+//   - ALTER: change a namespace's properties.
 //   - CREATE_NAMESPACE, CREATE_TABLE, CREATE_VIEW: create inside a warehouse
 //     or namespace; checked on the container (the parent namespace, or the
 //     warehouse for a top-level namespace).
@@ -33,6 +34,14 @@
 // without it would give no data. A warehouse grant is the same rule one level
 // up. Privileges that make no sense on a table or view (CREATE_*) cannot be
 // granted on one.
+//
+// The principal that creates a namespace, table or view is granted, on it,
+// what an owner needs (Authorizer.GrantOwner): on a table or view SELECT,
+// MODIFY, DROP and MANAGE_GRANTS; on a namespace ALTER, CREATE_NAMESPACE,
+// CREATE_TABLE, CREATE_VIEW, DROP and MANAGE_GRANTS. These are ordinary
+// grants (created_by is the creator) and can be revoked like any other.
+// MANAGE_GRANTS on a namespace lets its holder grant AllTables privileges on
+// it, so the owner of a namespace governs what is created inside it.
 //
 // Administrators (auth.Claims.Admin) hold every privilege everywhere,
 // without filters; no grant applies to them.

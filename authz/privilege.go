@@ -15,8 +15,12 @@ const (
 	Describe Privilege = iota
 	// Select allows reading data (read-only vended credentials, SQL reads).
 	Select
-	// Modify allows committing to a table and writing its data.
+	// Modify allows committing to a table and writing its data, and
+	// replacing a view's definition.
 	Modify
+	// Alter allows changing a namespace's properties (granted on the
+	// namespace or, for all its namespaces, on the warehouse).
+	Alter
 	// CreateNamespace allows creating namespaces inside a warehouse or namespace.
 	CreateNamespace
 	// CreateTable allows creating or registering tables inside a namespace.
@@ -32,7 +36,7 @@ const (
 	numPrivileges
 )
 
-var privilegeNames = [numPrivileges]string{"DESCRIBE", "SELECT", "MODIFY", "CREATE_NAMESPACE",
+var privilegeNames = [numPrivileges]string{"DESCRIBE", "SELECT", "MODIFY", "ALTER", "CREATE_NAMESPACE",
 	"CREATE_TABLE", "CREATE_VIEW", "DROP", "MANAGE_GRANTS"}
 
 // AllPrivileges lists every privilege in order.
@@ -130,6 +134,13 @@ func (s Set) String() string {
 	}
 	return b.String()
 }
+
+// ownerTable and ownerNamespace are what the creator of a table or view, or
+// of a namespace, is granted on it (see Authorizer.GrantOwner).
+const (
+	ownerTable     = Set(1<<Select | 1<<Modify | 1<<Drop | 1<<ManageGrants)
+	ownerNamespace = Set(1<<Alter | 1<<CreateNamespace | 1<<CreateTable | 1<<CreateView | 1<<Drop | 1<<ManageGrants)
+)
 
 // tableLevel are the privileges that apply to a table or view.
 const tableLevel = Set(1<<Describe | 1<<Select | 1<<Modify | 1<<Drop | 1<<ManageGrants)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
 )
 
@@ -49,17 +50,33 @@ func (h *Handler) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	limit := p.limit
-	if limit > 0 {
-		limit++ // one extra tells whether another page follows
+	ctr := authz.Warehouse(wh)
+	if len(parent) > 0 {
+		ctr = authz.NamespaceOf(wh, parent)
 	}
-	nss, err := h.cat.ListNamespaces(r.Context(), wh, parent, p.after, limit)
+	filter, err := h.visibleFilter(r, ctr)
 	if err != nil {
 		return err
 	}
+	var visible func(catalog.Namespace) bool
+	if filter != nil {
+		visible = func(ns catalog.Namespace) bool { return filter(authz.NamespaceOf(wh, ns)) }
+	}
+	fetch := func(after string, limit int) ([]catalog.Namespace, error) {
+		return h.cat.ListNamespaces(r.Context(), wh, parent, after, limit)
+	}
+	nss, more, err := listPage(fetch, catalog.Namespace.Key, visible, p.after, p.limit)
+	if filter != nil && floe.KindOf(err) == floe.NotFound {
+		return h.listDenied(r, ctr) // do not reveal what the caller may not see
+	}
+	if err != nil {
+		return err
+	}
+	if filter != nil && len(nss) == 0 && p.after == "" {
+		return h.listDenied(r, ctr)
+	}
 	resp := listNamespacesResponse{Namespaces: make([][]string, 0, len(nss))}
-	if p.limit > 0 && len(nss) > p.limit {
-		nss = nss[:p.limit]
+	if more {
 		tok := encodePageToken(nss[len(nss)-1].Key())
 		resp.NextPageToken = &tok
 	}
@@ -80,12 +97,19 @@ func (h *Handler) createNamespace(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	ns := catalog.Namespace(req.Namespace)
+	if err := ns.Validate(); err != nil {
+		return err
+	}
+	if err := h.require(r, authz.CreateNamespace, container(wh, ns)); err != nil {
+		return err
+	}
 	if req.Properties == nil {
 		req.Properties = map[string]string{}
 	}
 	if err := h.cat.CreateNamespace(r.Context(), wh, ns, req.Properties); err != nil {
 		return err
 	}
+	h.owned(r, authz.NamespaceOf(wh, ns))
 	writeJSON(w, http.StatusOK, namespaceResponse{Namespace: ns, Properties: req.Properties})
 	return nil
 }
@@ -93,6 +117,9 @@ func (h *Handler) createNamespace(w http.ResponseWriter, r *http.Request) error 
 func (h *Handler) loadNamespace(w http.ResponseWriter, r *http.Request) error {
 	wh, ns, err := h.nsRequest(r)
 	if err != nil {
+		return err
+	}
+	if err := h.require(r, authz.Describe, authz.NamespaceOf(wh, ns)); err != nil {
 		return err
 	}
 	props, err := h.cat.NamespaceProperties(r.Context(), wh, ns)
@@ -108,6 +135,9 @@ func (h *Handler) namespaceExists(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	if err := h.require(r, authz.Describe, authz.NamespaceOf(wh, ns)); err != nil {
+		return err
+	}
 	if _, err := h.cat.NamespaceProperties(r.Context(), wh, ns); err != nil {
 		return err
 	}
@@ -120,9 +150,13 @@ func (h *Handler) dropNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := h.require(r, authz.Drop, authz.NamespaceOf(wh, ns)); err != nil {
+		return err
+	}
 	if err := h.cat.DropNamespace(r.Context(), wh, ns); err != nil {
 		return err
 	}
+	h.dropped(r, authz.NamespaceOf(wh, ns))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -130,6 +164,9 @@ func (h *Handler) dropNamespace(w http.ResponseWriter, r *http.Request) error {
 func (h *Handler) updateNamespaceProperties(w http.ResponseWriter, r *http.Request) error {
 	wh, ns, err := h.nsRequest(r)
 	if err != nil {
+		return err
+	}
+	if err := h.require(r, authz.Alter, authz.NamespaceOf(wh, ns)); err != nil {
 		return err
 	}
 	var req updatePropertiesRequest
@@ -154,17 +191,30 @@ func (h *Handler) listEntities(w http.ResponseWriter, r *http.Request, kind cata
 	if err != nil {
 		return err
 	}
-	limit := p.limit
-	if limit > 0 {
-		limit++
-	}
-	names, err := h.cat.List(r.Context(), wh, ns, kind, p.after, limit)
+	ctr := authz.NamespaceOf(wh, ns)
+	filter, err := h.visibleFilter(r, ctr)
 	if err != nil {
 		return err
 	}
+	var visible func(string) bool
+	if filter != nil {
+		visible = func(name string) bool { return filter(securable(wh, catalog.Ident{Namespace: ns, Name: name}, kind)) }
+	}
+	fetch := func(after string, limit int) ([]string, error) {
+		return h.cat.List(r.Context(), wh, ns, kind, after, limit)
+	}
+	names, more, err := listPage(fetch, func(s string) string { return s }, visible, p.after, p.limit)
+	if filter != nil && floe.KindOf(err) == floe.NotFound {
+		return h.listDenied(r, ctr)
+	}
+	if err != nil {
+		return err
+	}
+	if filter != nil && len(names) == 0 && p.after == "" {
+		return h.listDenied(r, ctr)
+	}
 	resp := listTablesResponse{Identifiers: make([]tableIdentifier, 0, len(names))}
-	if p.limit > 0 && len(names) > p.limit {
-		names = names[:p.limit]
+	if more {
 		tok := encodePageToken(names[len(names)-1])
 		resp.NextPageToken = &tok
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/catalog"
 )
@@ -49,6 +50,12 @@ type Options struct {
 	// PublicURL is the catalog's base URL as clients reach it, advertised
 	// as the remote signer's URI ("" = from the request's Host).
 	PublicURL string
+	// Authz decides what authenticated callers may do; nil leaves every
+	// authenticated caller unrestricted (token scopes still apply).
+	Authz Authorizer
+	// Audit, if set, records one event per request: the operation, its
+	// resource, the caller and the outcome, including denials.
+	Audit func(ctx context.Context, e audit.Event)
 	// Logger receives structured logs.
 	Logger *slog.Logger
 }
@@ -86,43 +93,46 @@ type route struct {
 	method, path string
 	mutates      bool
 	fn           func(http.ResponseWriter, *http.Request) error
+	// name is the operation's name in the spec, e.g. "loadTable"; audit
+	// events are "catalog.<name>".
+	name string
 }
 
 func (h *Handler) table() []route {
 	const ns = "/v1/{prefix}/namespaces/{namespace}"
 	return []route{
-		{"GET", "/v1/{prefix}/namespaces", false, h.listNamespaces},
-		{"POST", "/v1/{prefix}/namespaces", true, h.createNamespace},
-		{"GET", ns, false, h.loadNamespace},
-		{"HEAD", ns, false, h.namespaceExists},
-		{"DELETE", ns, true, h.dropNamespace},
-		{"POST", ns + "/properties", true, h.updateNamespaceProperties},
-		{"GET", ns + "/tables", false, h.listTables},
-		{"POST", ns + "/tables", true, h.createTable},
-		{"POST", ns + "/register", true, h.registerTable},
-		{"GET", ns + "/tables/{table}", false, h.loadTable},
-		{"POST", ns + "/tables/{table}", true, h.commitTable},
-		{"DELETE", ns + "/tables/{table}", true, h.dropTable},
-		{"HEAD", ns + "/tables/{table}", false, h.tableExists},
-		{"POST", ns + "/tables/{table}/unregister", true, h.unregisterTable},
-		{"POST", ns + "/tables/{table}/metrics", false, h.reportMetrics},
-		{"GET", ns + "/tables/{table}/credentials", false, h.loadCredentials},
-		{"POST", ns + "/tables/{table}/sign", false, h.signRequest},
-		{"POST", "/v1/{prefix}/tables/rename", true, h.renameTable},
-		{"POST", "/v1/{prefix}/transactions/commit", true, h.commitTransaction},
-		{"GET", ns + "/views", false, h.listViews},
-		{"POST", ns + "/views", true, h.createView},
-		{"GET", ns + "/views/{view}", false, h.loadView},
-		{"POST", ns + "/views/{view}", true, h.replaceView},
-		{"DELETE", ns + "/views/{view}", true, h.dropView},
-		{"HEAD", ns + "/views/{view}", false, h.viewExists},
-		{"POST", "/v1/{prefix}/views/rename", true, h.renameView},
-		{"POST", ns + "/register-view", true, h.registerView},
+		{"GET", "/v1/{prefix}/namespaces", false, h.listNamespaces, "listNamespaces"},
+		{"POST", "/v1/{prefix}/namespaces", true, h.createNamespace, "createNamespace"},
+		{"GET", ns, false, h.loadNamespace, "loadNamespace"},
+		{"HEAD", ns, false, h.namespaceExists, "namespaceExists"},
+		{"DELETE", ns, true, h.dropNamespace, "dropNamespace"},
+		{"POST", ns + "/properties", true, h.updateNamespaceProperties, "updateNamespaceProperties"},
+		{"GET", ns + "/tables", false, h.listTables, "listTables"},
+		{"POST", ns + "/tables", true, h.createTable, "createTable"},
+		{"POST", ns + "/register", true, h.registerTable, "registerTable"},
+		{"GET", ns + "/tables/{table}", false, h.loadTable, "loadTable"},
+		{"POST", ns + "/tables/{table}", true, h.commitTable, "commitTable"},
+		{"DELETE", ns + "/tables/{table}", true, h.dropTable, "dropTable"},
+		{"HEAD", ns + "/tables/{table}", false, h.tableExists, "tableExists"},
+		{"POST", ns + "/tables/{table}/unregister", true, h.unregisterTable, "unregisterTable"},
+		{"POST", ns + "/tables/{table}/metrics", false, h.reportMetrics, "reportMetrics"},
+		{"GET", ns + "/tables/{table}/credentials", false, h.loadCredentials, "loadCredentials"},
+		{"POST", ns + "/tables/{table}/sign", false, h.signRequest, "signRequest"},
+		{"POST", "/v1/{prefix}/tables/rename", true, h.renameTable, "renameTable"},
+		{"POST", "/v1/{prefix}/transactions/commit", true, h.commitTransaction, "commitTransaction"},
+		{"GET", ns + "/views", false, h.listViews, "listViews"},
+		{"POST", ns + "/views", true, h.createView, "createView"},
+		{"GET", ns + "/views/{view}", false, h.loadView, "loadView"},
+		{"POST", ns + "/views/{view}", true, h.replaceView, "replaceView"},
+		{"DELETE", ns + "/views/{view}", true, h.dropView, "dropView"},
+		{"HEAD", ns + "/views/{view}", false, h.viewExists, "viewExists"},
+		{"POST", "/v1/{prefix}/views/rename", true, h.renameView, "renameView"},
+		{"POST", ns + "/register-view", true, h.registerView, "registerView"},
 	}
 }
 
 func (h *Handler) routes() {
-	h.mux.Handle("GET /v1/config", h.wrap(route{method: "GET", path: "/v1/config", fn: h.config}))
+	h.mux.Handle("GET /v1/config", h.wrap(route{method: "GET", path: "/v1/config", fn: h.config, name: "getConfig"}))
 	for _, rt := range h.table() {
 		h.mux.Handle(rt.method+" "+rt.path, h.wrap(rt))
 	}
@@ -141,6 +151,17 @@ func (h *Handler) Endpoints() []string {
 	return out
 }
 
+// Operations lists the names of the operations this server implements
+// (as in the spec, e.g. "loadTable"), excluding getConfig.
+func (h *Handler) Operations() []string {
+	rs := h.table()
+	out := make([]string, 0, len(rs))
+	for _, rt := range rs {
+		out = append(out, rt.name)
+	}
+	return out
+}
+
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rid := r.Header.Get("X-Request-Id")
@@ -154,37 +175,48 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// wrap adds authentication, body limits, panic recovery, idempotency and
-// error mapping around one operation.
+// wrap adds authentication, the caller's authorization context, body
+// limits, panic recovery, idempotency, error mapping and the audit event
+// around one operation.
 func (h *Handler) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		w = rec
 		defer func() {
 			if p := recover(); p != nil {
 				h.log.ErrorContext(r.Context(), "panic in handler", "panic", p, "path", r.URL.Path)
-				writeError(w, r, h.log, floe.Wrap(floe.Internal, nil, "internal error"))
+				rec.err = floe.Wrap(floe.Internal, nil, "internal error")
+				writeError(w, r, h.log, rec.err)
 			}
+			h.audit(r, rt, rec, start)
 		}()
 		ctx := r.Context()
+		var claims auth.Claims
 		if h.opts.Auth != nil {
 			tok, ok := bearer(r)
 			if !ok {
-				writeError(w, r, h.log, floe.E(floe.Unauthenticated, "token", "missing bearer token: authenticate at /v1/oauth/tokens and send Authorization: Bearer <token>"))
+				rec.err = floe.E(floe.Unauthenticated, "token", "missing bearer token: authenticate at /v1/oauth/tokens and send Authorization: Bearer <token>")
+				writeError(w, r, h.log, rec.err)
 				return
 			}
-			claims, err := h.opts.Auth.Verify(ctx, tok)
+			var err error
+			claims, err = h.opts.Auth.Verify(ctx, tok)
 			if err != nil {
-				writeError(w, r, h.log, err)
-				return
-			}
-			// Scopes: catalog:read never changes anything (routes that mutate say so).
-			if err := claims.Permit(rt.mutates, r.Method+" "+rt.path); err != nil {
+				rec.err = err
 				writeError(w, r, h.log, err)
 				return
 			}
 			ctx = auth.WithClaims(ctx, claims)
-			r = r.WithContext(ctx)
+			rec.claims = &claims
+			// Scopes: catalog:read never changes anything (routes that mutate say so).
+			if err := claims.Permit(rt.mutates, r.Method+" "+rt.path); err != nil {
+				rec.err = err
+				writeError(w, r, h.log, err)
+				return
+			}
 		}
+		r = r.WithContext(h.withCaller(ctx, claims, h.opts.Auth != nil))
 		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
 		var err error
 		if key := r.Header.Get("Idempotency-Key"); rt.mutates && key != "" && h.opts.Idempotency != nil {
@@ -193,10 +225,91 @@ func (h *Handler) wrap(rt route) http.Handler {
 			err = rt.fn(w, r)
 		}
 		if err != nil {
+			rec.err = err
 			writeError(w, r, h.log, err)
 		}
 		h.log.DebugContext(ctx, "request", "method", r.Method, "path", r.URL.Path, "dur", time.Since(start))
 	})
+}
+
+// statusRecorder remembers the status and error of a response for its audit event.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	err    error
+	claims *auth.Claims
+}
+
+func (rw *statusRecorder) WriteHeader(code int) {
+	if rw.status == 0 {
+		rw.status = code
+	}
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+func (rw *statusRecorder) Write(b []byte) (int, error) {
+	if rw.status == 0 {
+		rw.status = http.StatusOK
+	}
+	return rw.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (rw *statusRecorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
+
+// audit records the request's event: "catalog.<operation>" on its
+// resource, with the outcome (success, denied, unauthenticated, failure or
+// error) and, for denials and failures, the message the client got.
+func (h *Handler) audit(r *http.Request, rt route, rec *statusRecorder, start time.Time) {
+	if h.opts.Audit == nil {
+		return
+	}
+	status := rec.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	e := audit.Event{Time: start, RequestID: requestID(r.Context()), ClientAddr: r.RemoteAddr,
+		Action: "catalog." + rt.name, Resource: resourceOf(r), Outcome: audit.OutcomeSuccess,
+		Detail: map[string]any{"method": r.Method, "status": status, "duration_ms": time.Since(start).Milliseconds()}}
+	if c := rec.claims; c != nil {
+		e.Principal = c.Principal
+		e.Detail["token_id"] = c.TokenID
+	}
+	switch {
+	case status == http.StatusUnauthorized:
+		e.Outcome = "unauthenticated"
+	case status == http.StatusForbidden:
+		e.Outcome = "denied"
+	case status >= 500:
+		e.Outcome = "error"
+	case status >= 400:
+		e.Outcome = audit.OutcomeFailure
+	}
+	if rec.err != nil && status < 500 {
+		e.Detail["error"] = floe.PublicMessage(rec.err)
+	}
+	h.opts.Audit(r.Context(), e)
+}
+
+// resourceOf names what a request is about, from its path: "warehouse:w",
+// "namespace:w/a.b", "table:w/a.b.t" or "view:w/a.b.v".
+func resourceOf(r *http.Request) string {
+	wh := r.PathValue("prefix")
+	if wh == "" {
+		return "catalog"
+	}
+	ns := r.PathValue("namespace")
+	if ns == "" {
+		return "warehouse:" + wh
+	}
+	nsKey := strings.Join(catalog.ParseNamespaceKey(ns), ".")
+	if t := r.PathValue("table"); t != "" {
+		return "table:" + wh + "/" + nsKey + "." + t
+	}
+	if v := r.PathValue("view"); v != "" {
+		return "view:" + wh + "/" + nsKey + "." + v
+	}
+	return "namespace:" + wh + "/" + nsKey
 }
 
 func bearer(r *http.Request) (string, bool) {

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
 )
 
@@ -122,6 +123,9 @@ func (h *Handler) createTable(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req, "name", "schema"); err != nil {
 		return err
 	}
+	if err := h.require(r, authz.CreateTable, authz.NamespaceOf(wh, ns)); err != nil {
+		return err
+	}
 	st, err := h.cat.CreateTable(r.Context(), wh, ns, catalog.CreateTableRequest{
 		Name: req.Name, Schema: req.Schema, Spec: req.PartitionSpec, SortOrder: req.WriteOrder,
 		Location: req.Location, Properties: req.Properties, Stage: req.StageCreate,
@@ -129,7 +133,11 @@ func (h *Handler) createTable(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return h.loadResult(w, r, wh, catalog.Ident{Namespace: ns, Name: req.Name}, st, st.JSON)
+	id := catalog.Ident{Namespace: ns, Name: req.Name}
+	if !req.StageCreate {
+		h.owned(r, authz.Table(wh, id)) // a staged create is owned when it is committed
+	}
+	return h.loadResult(w, r, wh, id, st, st.JSON)
 }
 
 func (h *Handler) loadTable(w http.ResponseWriter, r *http.Request) error {
@@ -144,6 +152,9 @@ func (h *Handler) loadTable(w http.ResponseWriter, r *http.Request) error {
 	case "refs":
 	default:
 		return floe.E(floe.Invalid, "", "snapshots must be 'all' or 'refs', not %q", mode)
+	}
+	if err := h.require(r, authz.Describe, authz.Table(wh, id)); err != nil {
+		return err
 	}
 	ent, err := h.cat.TableLocationInfo(r.Context(), wh, id)
 	if err != nil {
@@ -195,6 +206,9 @@ func (h *Handler) exists(w http.ResponseWriter, r *http.Request, param string, k
 	if err != nil {
 		return err
 	}
+	if err := h.require(r, authz.Describe, securable(wh, id, kind)); err != nil {
+		return err
+	}
 	ok, err := h.cat.Exists(r.Context(), wh, id, kind)
 	if err != nil {
 		return err
@@ -239,10 +253,15 @@ func (h *Handler) commitTable(w http.ResponseWriter, r *http.Request) error {
 			return floe.E(floe.Invalid, "", "identifier %s in the body does not match the path %s", bid, id)
 		}
 	}
-	st, err := h.cat.CommitTable(r.Context(), wh, catalog.TableCommit{Ident: id, Requirements: req.Requirements, Updates: req.Updates})
+	tc := catalog.TableCommit{Ident: id, Requirements: req.Requirements, Updates: req.Updates}
+	if err := h.requireCommit(r, wh, tc); err != nil {
+		return err
+	}
+	st, err := h.cat.CommitTable(r.Context(), wh, tc)
 	if err != nil {
 		return err
 	}
+	h.ownCreated(r, wh, tc)
 	writeTable(w, st, nil)
 	return nil
 }
@@ -271,8 +290,16 @@ func (h *Handler) commitTransaction(w http.ResponseWriter, r *http.Request) erro
 		}
 		commits = append(commits, catalog.TableCommit{Ident: id, Requirements: tc.Requirements, Updates: tc.Updates})
 	}
+	for _, tc := range commits {
+		if err := h.requireCommit(r, wh, tc); err != nil {
+			return err
+		}
+	}
 	if err := h.cat.CommitTransaction(r.Context(), wh, commits); err != nil {
 		return err
+	}
+	for _, tc := range commits {
+		h.ownCreated(r, wh, tc)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -289,9 +316,13 @@ func (h *Handler) dropTable(w http.ResponseWriter, r *http.Request) error {
 			return floe.E(floe.Invalid, "", "purgeRequested must be true or false")
 		}
 	}
+	if err := h.require(r, authz.Drop, authz.Table(wh, id)); err != nil {
+		return err
+	}
 	if err := h.cat.DropTable(r.Context(), wh, id, purge); err != nil {
 		return err
 	}
+	h.dropped(r, authz.Table(wh, id))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -306,9 +337,21 @@ func (h *Handler) registerTable(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := catalog.Ident{Namespace: ns, Name: req.Name}
+	if err := h.require(r, authz.CreateTable, authz.NamespaceOf(wh, ns)); err != nil {
+		return err
+	}
+	if req.Overwrite {
+		// Replacing a table's metadata changes its data.
+		if err := h.require(r, authz.Modify, authz.Table(wh, id)); err != nil {
+			return err
+		}
+	}
 	st, err := h.cat.RegisterTable(r.Context(), wh, id, req.MetadataLocation, req.Overwrite)
 	if err != nil {
 		return err
+	}
+	if !req.Overwrite {
+		h.owned(r, authz.Table(wh, id))
 	}
 	return h.loadResult(w, r, wh, id, st, st.JSON)
 }
@@ -318,10 +361,14 @@ func (h *Handler) unregisterTable(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	if err := h.require(r, authz.Drop, authz.Table(wh, id)); err != nil {
+		return err
+	}
 	st, err := h.cat.UnregisterTable(r.Context(), wh, id)
 	if err != nil {
 		return err
 	}
+	h.dropped(r, authz.Table(wh, id))
 	writeRaw(w, http.StatusOK, tableResult(st, st.JSON, nil))
 	return nil
 }
@@ -329,6 +376,9 @@ func (h *Handler) unregisterTable(w http.ResponseWriter, r *http.Request) error 
 func (h *Handler) reportMetrics(w http.ResponseWriter, r *http.Request) error {
 	wh, id, err := h.identRequest(r, "table")
 	if err != nil {
+		return err
+	}
+	if err := h.require(r, authz.Describe, authz.Table(wh, id)); err != nil {
 		return err
 	}
 	body, err := readBody(r)
@@ -365,9 +415,22 @@ func (h *Handler) rename(w http.ResponseWriter, r *http.Request, kind catalog.Ki
 	if err != nil {
 		return err
 	}
+	create := authz.CreateTable
+	if kind == catalog.KindView {
+		create = authz.CreateView
+	}
+	if err := h.require(r, authz.Drop, securable(wh, from, kind)); err != nil {
+		return err
+	}
+	if err := h.require(r, create, authz.NamespaceOf(wh, to.Namespace)); err != nil {
+		return err
+	}
 	if err := h.cat.Rename(r.Context(), wh, from, to, kind); err != nil {
 		return err
 	}
+	// For authorization a rename is a drop and a create (see package authz).
+	h.dropped(r, securable(wh, from, kind))
+	h.owned(r, securable(wh, to, kind))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -378,4 +441,32 @@ func (h *Handler) renameTable(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) renameView(w http.ResponseWriter, r *http.Request) error {
 	return h.rename(w, r, catalog.KindView)
+}
+
+// isCreate reports whether a commit creates its table (a staged create's
+// assert-create requirement).
+func isCreate(tc catalog.TableCommit) bool {
+	for _, req := range tc.Requirements {
+		if req.GetType() == "assert-create" {
+			return true
+		}
+	}
+	return false
+}
+
+// requireCommit checks a commit: CREATE_TABLE on the namespace for one that
+// creates its table, MODIFY on the table otherwise.
+func (h *Handler) requireCommit(r *http.Request, wh string, tc catalog.TableCommit) error {
+	if isCreate(tc) {
+		return h.require(r, authz.CreateTable, authz.NamespaceOf(wh, tc.Ident.Namespace))
+	}
+	return h.require(r, authz.Modify, authz.Table(wh, tc.Ident))
+}
+
+// ownCreated grants the caller the owner's privileges on a table its
+// commit created.
+func (h *Handler) ownCreated(r *http.Request, wh string, tc catalog.TableCommit) {
+	if isCreate(tc) {
+		h.owned(r, authz.Table(wh, tc.Ident))
+	}
 }

@@ -33,10 +33,6 @@ type Vending struct {
 	PathStyle bool
 	// TTL is the credential lifetime (clamped by vend to 15 min–12 h).
 	TTL time.Duration
-	// CanWrite decides whether the caller may write the table's files.
-	// Nil: a token that may change the catalog may write (scope catalog),
-	// a read-only token (scope catalog:read) gets read-only credentials.
-	CanWrite func(ctx context.Context, wh string, id catalog.Ident) bool
 	// Audit, if set, records every credential handed out.
 	Audit func(ctx context.Context, action, resource string, detail map[string]any)
 
@@ -105,18 +101,6 @@ type storageCredential struct {
 	Config map[string]string `json:"config"`
 }
 
-// mayWrite decides read-write vs read-only access for the caller.
-func (v *Vending) mayWrite(ctx context.Context, wh string, id catalog.Ident) bool {
-	if v.CanWrite != nil {
-		return v.CanWrite(ctx, wh, id)
-	}
-	c, ok := auth.ClaimsFrom(ctx)
-	if !ok {
-		return true // authentication is off (local demo)
-	}
-	return c.CanWriteCatalog()
-}
-
 // session describes the caller and table for a credential.
 func session(ctx context.Context, id catalog.Ident, bucket, prefix string, write bool) vend.Session {
 	s := vend.Session{Table: id.String(), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix, Access: vend.Read}}}
@@ -140,6 +124,15 @@ func (h *Handler) access(r *http.Request, wh string, id catalog.Ident, tableLoc 
 	if v == nil || !ok {
 		return tableAccess{Config: map[string]string{}}, nil
 	}
+	write, denied := h.fileAccess(r, wh, id)
+	if denied != nil {
+		if floe.KindOf(denied) != floe.Forbidden {
+			return tableAccess{}, denied
+		}
+		// Metadata only: the caller may describe the table but not read its
+		// files. The reason rides along for whoever inspects the config.
+		return tableAccess{Config: map[string]string{StorageAccessKey: "none: " + floe.PublicMessage(denied)}}, nil
+	}
 	if delegation(r) == delegateSign {
 		cfg := v.clientConfig()
 		cfg["s3.remote-signing-enabled"] = "true"
@@ -151,15 +144,19 @@ func (h *Handler) access(r *http.Request, wh string, id catalog.Ident, tableLoc 
 		}
 		return tableAccess{Config: cfg}, nil
 	}
-	return h.vendedAccess(r, wh, id, bucket, prefix)
+	return h.vendedAccess(r, id, bucket, prefix, write)
 }
+
+// StorageAccessKey is the LoadTableResult config key that says why a caller
+// got no storage access ("none: <reason>").
+const StorageAccessKey = "floe.storage-access"
 
 // vendedAccess mints a credential for the table's prefix and returns it in
 // both places a LoadTableResult carries it.
-func (h *Handler) vendedAccess(r *http.Request, wh string, id catalog.Ident, bucket, prefix string) (tableAccess, error) {
+func (h *Handler) vendedAccess(r *http.Request, id catalog.Ident, bucket, prefix string, write bool) (tableAccess, error) {
 	v := h.opts.Vending
 	ctx := r.Context()
-	creds, sess, err := v.Minter.Mint(ctx, session(ctx, id, bucket, prefix, v.mayWrite(ctx, wh, id)), v.TTL)
+	creds, sess, err := v.Minter.Mint(ctx, session(ctx, id, bucket, prefix, write), v.TTL)
 	if err != nil {
 		return tableAccess{}, floe.Wrap(floe.Unavailable, err, "cannot vend storage credentials for %s", id)
 	}
@@ -233,6 +230,10 @@ func (h *Handler) loadCredentials(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	write, err := h.fileAccess(r, wh, id)
+	if err != nil {
+		return err
+	}
 	st, err := h.cat.LoadTable(r.Context(), wh, id)
 	if err != nil {
 		return err
@@ -242,7 +243,7 @@ func (h *Handler) loadCredentials(w http.ResponseWriter, r *http.Request) error 
 	}
 	creds := []storageCredential{}
 	if bucket, prefix, ok := s3Location(st.Metadata.Location()); ok {
-		acc, err := h.vendedAccess(r, wh, id, bucket, prefix)
+		acc, err := h.vendedAccess(r, id, bucket, prefix, write)
 		if err != nil {
 			return err
 		}
@@ -283,6 +284,10 @@ func (h *Handler) signRequest(w http.ResponseWriter, r *http.Request) error {
 	if req.Provider != "" && req.Provider != "s3" {
 		return floe.E(floe.Invalid, "", "provider %q is not supported: Floe signs s3 requests", req.Provider)
 	}
+	mayWrite, err := h.fileAccess(r, wh, id)
+	if err != nil {
+		return err
+	}
 	st, err := h.cat.LoadTable(r.Context(), wh, id)
 	if err != nil {
 		return err
@@ -299,8 +304,9 @@ func (h *Handler) signRequest(w http.ResponseWriter, r *http.Request) error {
 	if target.bucket != bucket || !target.inside(prefix) {
 		return floe.E(floe.Forbidden, "location", "%s %s is outside table %s (s3://%s/%s)", req.Method, req.URI, id, bucket, prefix)
 	}
-	if write && !v.mayWrite(r.Context(), wh, id) {
-		return floe.E(floe.Forbidden, "privilege", "the caller may read but not write table %s: cannot sign %s %s", id, req.Method, req.URI)
+	if write && !mayWrite {
+		d := h.writeDenial(r, wh, id)
+		return floe.Wrap(floe.Forbidden, d, "cannot sign %s %s: %s", req.Method, req.URI, floe.PublicMessage(d))
 	}
 	creds, err := v.signingCreds(r.Context(), id, bucket, prefix, write)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/iceberg-go/view"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
 )
 
@@ -45,12 +46,16 @@ func (h *Handler) createView(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req, "name", "schema", "view-version", "properties"); err != nil {
 		return err
 	}
+	if err := h.require(r, authz.CreateView, authz.NamespaceOf(wh, ns)); err != nil {
+		return err
+	}
 	st, err := h.cat.CreateView(r.Context(), wh, ns, catalog.CreateViewRequest{
 		Name: req.Name, Location: req.Location, Schema: req.Schema, Version: req.ViewVersion, Properties: req.Properties,
 	})
 	if err != nil {
 		return err
 	}
+	h.owned(r, authz.View(wh, catalog.Ident{Namespace: ns, Name: req.Name}))
 	writeRaw(w, http.StatusOK, viewResult(st))
 	return nil
 }
@@ -58,6 +63,9 @@ func (h *Handler) createView(w http.ResponseWriter, r *http.Request) error {
 func (h *Handler) loadView(w http.ResponseWriter, r *http.Request) error {
 	wh, id, err := h.identRequest(r, "view")
 	if err != nil {
+		return err
+	}
+	if err := h.require(r, authz.Describe, authz.View(wh, id)); err != nil {
 		return err
 	}
 	st, err := h.cat.LoadView(r.Context(), wh, id)
@@ -71,6 +79,9 @@ func (h *Handler) loadView(w http.ResponseWriter, r *http.Request) error {
 func (h *Handler) replaceView(w http.ResponseWriter, r *http.Request) error {
 	wh, id, err := h.identRequest(r, "view")
 	if err != nil {
+		return err
+	}
+	if err := h.require(r, authz.Modify, authz.View(wh, id)); err != nil {
 		return err
 	}
 	var req commitViewRequest
@@ -99,9 +110,13 @@ func (h *Handler) dropView(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := h.require(r, authz.Drop, authz.View(wh, id)); err != nil {
+		return err
+	}
 	if err := h.cat.DropView(r.Context(), wh, id); err != nil {
 		return err
 	}
+	h.dropped(r, authz.View(wh, id))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -115,10 +130,15 @@ func (h *Handler) registerView(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req, "name", "metadata-location"); err != nil {
 		return err
 	}
-	st, err := h.cat.RegisterView(r.Context(), wh, catalog.Ident{Namespace: ns, Name: req.Name}, req.MetadataLocation)
+	if err := h.require(r, authz.CreateView, authz.NamespaceOf(wh, ns)); err != nil {
+		return err
+	}
+	id := catalog.Ident{Namespace: ns, Name: req.Name}
+	st, err := h.cat.RegisterView(r.Context(), wh, id, req.MetadataLocation)
 	if err != nil {
 		return err
 	}
+	h.owned(r, authz.View(wh, id))
 	writeRaw(w, http.StatusOK, viewResult(st))
 	return nil
 }

@@ -118,6 +118,8 @@ func (a *App) init(ctx context.Context) error {
 		MaxBodyBytes:     cfg.MaxBodyBytes,
 		PublicURL:        cfg.PublicURL,
 		Vending:          a.vending(),
+		Authz:            a.authz,
+		Audit:            a.events.Record,
 		Logger:           a.log,
 	}
 	if cfg.InsecureNoAuth {
@@ -173,6 +175,9 @@ func (a *App) bootstrap(ctx context.Context) error {
 // Handler returns the HTTP handler of the node: the REST catalog, the
 // OAuth endpoints under /v1/oauth/ and the metadata under /.well-known/.
 func (a *App) Handler() http.Handler { return a.handler }
+
+// RESTOperations lists the REST catalog's operations by name.
+func (a *App) RESTOperations() []string { return a.rest.Operations() }
 
 // Audit returns the audit log.
 func (a *App) Audit() *audit.Log { return a.audit }

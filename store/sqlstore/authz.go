@@ -262,23 +262,11 @@ func (s *Store) PutGrant(ctx context.Context, g authz.Grant) error {
 	if g.ID == "" {
 		return floe.E(floe.Invalid, "grant", "grant id must not be empty")
 	}
-	if g.CreatedAt.IsZero() {
-		g.CreatedAt = s.now()
-	}
 	return s.write(ctx, "put grant", func(c conn) error {
 		if err := bumpAuthz(ctx, c); err != nil {
 			return err
 		}
-		if g.Grantee.Kind == authz.GranteeRole {
-			if err := roleExists(ctx, c, g.Grantee.Name); err != nil {
-				return err
-			}
-		}
-		n, err := c.exec(ctx, `INSERT INTO authz_grants (id, grantee_kind, grantee, privilege, securable_kind, warehouse,
-			namespace, name, tag_expr, all_tables, filter, created_at, created_by)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			g.ID, g.Grantee.Kind.String(), g.Grantee.Name, g.Privilege.String(), g.On.Kind.String(), g.On.Warehouse,
-			g.On.Namespace.Key(), g.On.Name, g.TagExpr, g.AllTables, g.FilterJSON(), s.d.timeArg(g.CreatedAt), g.CreatedBy)
+		n, err := s.insertGrant(ctx, c, g)
 		if err != nil {
 			return err
 		}
@@ -287,6 +275,45 @@ func (s *Store) PutGrant(ctx context.Context, g authz.Grant) error {
 		}
 		return nil
 	})
+}
+
+// PutGrants stores grants in one transaction, skipping those whose ID
+// exists: Invalid if an ID is empty, NotFound (entity "role") if one is
+// given to a role that does not exist.
+func (s *Store) PutGrants(ctx context.Context, gs []authz.Grant) error {
+	for _, g := range gs {
+		if g.ID == "" {
+			return floe.E(floe.Invalid, "grant", "grant id must not be empty")
+		}
+	}
+	return s.write(ctx, "put grants", func(c conn) error {
+		if err := bumpAuthz(ctx, c); err != nil {
+			return err
+		}
+		for _, g := range gs {
+			if _, err := s.insertGrant(ctx, c, g); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// insertGrant inserts g unless its ID exists and returns the rows inserted.
+func (s *Store) insertGrant(ctx context.Context, c conn, g authz.Grant) (int64, error) {
+	if g.CreatedAt.IsZero() {
+		g.CreatedAt = s.now()
+	}
+	if g.Grantee.Kind == authz.GranteeRole {
+		if err := roleExists(ctx, c, g.Grantee.Name); err != nil {
+			return 0, err
+		}
+	}
+	return c.exec(ctx, `INSERT INTO authz_grants (id, grantee_kind, grantee, privilege, securable_kind, warehouse,
+		namespace, name, tag_expr, all_tables, filter, created_at, created_by)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		g.ID, g.Grantee.Kind.String(), g.Grantee.Name, g.Privilege.String(), g.On.Kind.String(), g.On.Warehouse,
+		g.On.Namespace.Key(), g.On.Name, g.TagExpr, g.AllTables, g.FilterJSON(), s.d.timeArg(g.CreatedAt), g.CreatedBy)
 }
 
 // DeleteGrant removes the grant with that ID: NotFound (entity "grant").

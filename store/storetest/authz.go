@@ -136,6 +136,17 @@ func testAuthz(t *testing.T, e *env) {
 	wantErr(t, e.s.DeleteGrant(e.ctx, grants[2].ID), floe.NotFound, "grant", "Grant does not exist: "+grants[2].ID)
 	wantGrants(grants[0], grants[1], grants[3], grants[4], grants[5])
 
+	// PutGrants: one transaction, existing IDs skipped, all or nothing.
+	owner := []authz.Grant{grants[2], grants[3],
+		{Grantee: authz.Principal("bi"), Privilege: authz.Drop, On: accounts}}
+	owner[2].ID = owner[2].Key()
+	bumped("put grants", func() error { return e.s.PutGrants(e.ctx, owner) })
+	wantGrants(grants[0], grants[1], grants[2], grants[3], grants[4], grants[5], owner[2])
+	wantErr(t, e.s.PutGrants(e.ctx, []authz.Grant{grants[2], ghost}), floe.NotFound, "role", "Role does not exist: ghost")
+	bumped("delete grant", func() error { return e.s.DeleteGrant(e.ctx, grants[2].ID) })
+	bumped("delete grant", func() error { return e.s.DeleteGrant(e.ctx, owner[2].ID) })
+	wantGrants(grants[0], grants[1], grants[3], grants[4], grants[5])
+
 	// Tags.
 	tagsOf := func(snap *authz.Snapshot) map[string]string {
 		out := map[string]string{}
