@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/app"
 	"github.com/floe-lake/floe/internal/pgtest"
@@ -219,5 +220,89 @@ func BenchmarkListTablesPage(b *testing.B) {
 				return err
 			})
 		})
+	}
+}
+
+// BenchmarkLoadTableAuthz is BenchmarkLoadTable for a non-admin principal
+// whose SELECT comes through a role's AllTables grant, with 10,000 other
+// grants and 1,000 tags in the store: every request loads the policy
+// version, checks DESCRIBE, and decides the vended credentials' access.
+func BenchmarkLoadTableAuthz(b *testing.B) {
+	f, _, c := setup(b, "load", 8)
+	ctx := context.Background()
+	az := f.App.Authz()
+	seedAuthz(b, f)
+	p, secret, err := f.App.Auth().CreatePrincipal(ctx, "reader", nil, false, "", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := az.CreateRole(ctx, authz.RoleInfo{Name: "readers"}); err != nil {
+		b.Fatal(err)
+	}
+	if err := az.AddMember(ctx, "readers", "reader"); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := az.Grant(ctx, authz.Grant{Grantee: authz.Role("readers"), Privilege: authz.Select,
+		On: authz.NamespaceOf(f.Warehouse, catalog.Namespace{"load"}), AllTables: true}); err != nil {
+		b.Fatal(err)
+	}
+	tok := f.TokenFor(b, p.ClientID, secret)
+	pol, err := az.Policy(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("policy: %s", pol)
+	run(b, 32, func(w, i int) error {
+		st, err := do(c, tok, "GET", fmt.Sprintf("%s%s", f.URL, f.P(fmt.Sprintf("/namespaces/load/tables/t%d", i%8))), "")
+		if err == nil && st != 200 {
+			err = fmt.Errorf("status %d", st)
+		}
+		return err
+	})
+}
+
+// seedAuthz stores 10,000 grants (500 principals in 50 roles, on tables,
+// namespaces, AllTables and tag expressions) and 1,000 tags on 250
+// namespaces, none of which concern the benchmark's principal.
+func seedAuthz(b *testing.B, f *testkit.Floe) {
+	b.Helper()
+	ctx := context.Background()
+	az := f.App.Authz()
+	wh := f.Warehouse
+	for i := range 50 {
+		if err := az.CreateRole(ctx, authz.RoleInfo{Name: fmt.Sprintf("role-%02d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	privs := []authz.Privilege{authz.Describe, authz.Select, authz.Modify, authz.Drop}
+	var gs []authz.Grant
+	for i := 0; len(gs) < 10_000; i++ {
+		ns := catalog.Namespace{fmt.Sprintf("ns%03d", i%250)}
+		gr := authz.Principal(fmt.Sprintf("principal-%03d", i%500))
+		if i%5 == 0 {
+			gr = authz.Role(fmt.Sprintf("role-%02d", i%50))
+		}
+		g := authz.Grant{Grantee: gr, Privilege: privs[i%len(privs)], On: authz.Table(wh, catalog.Ident{Namespace: ns, Name: fmt.Sprintf("t%d", i%40)})}
+		switch i % 10 {
+		case 7:
+			g.On, g.AllTables = authz.NamespaceOf(wh, ns), true
+		case 8:
+			g.On, g.TagExpr = authz.Warehouse(wh), fmt.Sprintf("domain = d%d AND sensitivity IN (low, medium)", i%25)
+			g.Privilege = authz.Select
+		case 9:
+			g.On, g.Privilege = authz.NamespaceOf(wh, ns), authz.Describe
+		}
+		g.ID = g.Key()
+		gs = append(gs, g)
+	}
+	if err := f.App.Store().PutGrants(ctx, gs); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 250 {
+		t := authz.TagTarget{On: authz.NamespaceOf(wh, catalog.Namespace{fmt.Sprintf("ns%03d", i)})}
+		if err := az.SetTags(ctx, t, map[string]string{"domain": fmt.Sprintf("d%d", i%25), "sensitivity": "low",
+			"owner": fmt.Sprintf("team%d", i%7), "tier": "gold"}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
