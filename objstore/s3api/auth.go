@@ -44,6 +44,11 @@ func (s *Server) authenticate(q *request) error {
 	}
 	res, err := v.Verify(r)
 	if err != nil {
+		if r.Header.Get("Authorization") == "" && !r.URL.Query().Has("X-Amz-Algorithm") {
+			return errorf("AccessDenied", http.StatusForbidden, "Access Denied: anonymous requests are refused. "+
+				"Sign requests with the storage credentials the catalog vends with a table; it vends them only to "+
+				"principals holding SELECT on the table (see the table's floe.storage-access config when none came)")
+		}
 		return err
 	}
 	if !got {

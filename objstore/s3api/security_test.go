@@ -178,6 +178,9 @@ func TestSecurity_Credentials(t *testing.T) {
 			xe.Resource != "/"+testBucket+"/t/a/x" || resp.Header.Get("Content-Type") != "application/xml" {
 			t.Fatalf("%s unsigned: %d %+v %v", m, resp.StatusCode, xe, resp.Header)
 		}
+		if !strings.Contains(xe.Message, "anonymous requests are refused") || !strings.Contains(xe.Message, "SELECT") {
+			t.Errorf("%s unsigned: message %q does not explain how to get access", m, xe.Message)
+		}
 	}
 	resp, body := e.rawDo(t, must(http.NewRequest(http.MethodHead, e.srv.URL+"/"+testBucket+"/t/a/x", nil)))
 	if resp.StatusCode != 403 || len(body) != 0 || resp.Header.Get("x-amz-request-id") == "" {
