@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/floe-lake/floe/audit"
-	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/maint"
 	"github.com/floe-lake/floe/oauth"
@@ -45,6 +45,8 @@ type App struct {
 	oauth   *oauth.Handler
 	rest    *restcat.Handler
 	maint   *maint.Scheduler // nil when maintenance is off
+	// auditExport appends the audit log to system.audit (nil when off; see auditexport.go).
+	auditExport *auditExporter
 	// handler sends /v1/oauth/* and /.well-known/* to oauth, the rest to rest.
 	handler http.Handler
 
@@ -140,7 +142,12 @@ func (a *App) init(ctx context.Context) error {
 			return fmt.Errorf("maintenance: %w", err)
 		}
 	}
+	mgmt := a.mgmtHandler()
 	a.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/v1/") {
+			mgmt.ServeHTTP(w, r)
+			return
+		}
 		if oauth.Routes(r.URL.Path) {
 			a.oauth.ServeHTTP(w, r)
 			return
@@ -233,6 +240,7 @@ func (a *App) Start() error {
 	if a.maint != nil {
 		a.maint.Start(context.Background())
 	}
+	a.startAuditExport()
 	return nil
 }
 
@@ -261,6 +269,7 @@ func (a *App) AdminToken(ctx context.Context) (string, error) {
 // releases), stops serving and closes the store.
 func (a *App) Close(ctx context.Context) error {
 	var errs []error
+	errs = append(errs, a.stopAuditExport())
 	if a.maint != nil {
 		errs = append(errs, a.maint.Close())
 	}

@@ -121,6 +121,11 @@ type Config struct {
 	// expires it, unless a table sets history.expire.max-snapshot-age-ms
 	// (env FLOE_SNAPSHOT_RETENTION, default 120h).
 	SnapshotRetention time.Duration `yaml:"snapshot_retention"`
+	// AuditExportInterval is how often the audit log is appended to the
+	// Iceberg table system.audit of the default warehouse (env
+	// FLOE_AUDIT_EXPORT_INTERVAL, default 10s; 0 turns the export off).
+	// Nodes sharing a store take turns; each record is exported once.
+	AuditExportInterval time.Duration `yaml:"audit_export_interval"`
 	// MaintenanceHook, if set, runs before each maintenance job (tests use it
 	// to observe or stall runs; not settable from YAML, env or flags).
 	MaintenanceHook maint.Hook `yaml:"-"`
@@ -162,6 +167,8 @@ func Defaults() Config {
 		Maintenance:         true,
 		MaintenanceInterval: maint.DefaultInterval,
 		SnapshotRetention:   maint.DefaultMaxSnapshotAge,
+
+		AuditExportInterval: 10 * time.Second,
 	}
 }
 
@@ -222,7 +229,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	}
 	for name, dst := range map[string]*time.Duration{"FLOE_MAINTENANCE_INTERVAL": &c.MaintenanceInterval,
 		"FLOE_MAINTENANCE_LEASE_TTL": &c.MaintenanceLeaseTTL, "FLOE_SNAPSHOT_RETENTION": &c.SnapshotRetention,
-		"FLOE_CREDENTIAL_TTL": &c.CredentialTTL} {
+		"FLOE_CREDENTIAL_TTL": &c.CredentialTTL, "FLOE_AUDIT_EXPORT_INTERVAL": &c.AuditExportInterval} {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -279,6 +286,8 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("credential_ttl %s: must be between 15m and 12h", c.CredentialTTL)
 	case c.SnapshotRetention <= 0:
 		return fmt.Errorf("snapshot_retention %s: must be positive", c.SnapshotRetention)
+	case c.AuditExportInterval != 0 && c.AuditExportInterval < 100*time.Millisecond:
+		return fmt.Errorf("audit_export_interval %s: must be 0 (off) or at least 100ms", c.AuditExportInterval)
 	}
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)

@@ -55,6 +55,8 @@ func TestConfig_Invalid(t *testing.T) {
 		{name: "s3 needs role", env: map[string]string{"FLOE_STORAGE": "s3", "FLOE_WAREHOUSE_LOCATION": "s3://b/w"}, want: "role_arn"},
 		{name: "embedded location", env: map[string]string{"FLOE_WAREHOUSE_LOCATION": "s3://elsewhere"}, want: "embedded storage"},
 		{name: "s3 public url", env: map[string]string{"FLOE_S3_PUBLIC_URL": "http://h:1/path"}, want: "s3_public_url"},
+		{name: "audit export interval", env: map[string]string{"FLOE_AUDIT_EXPORT_INTERVAL": "50ms"}, want: "audit_export_interval"},
+		{name: "negative audit export interval", edit: func(c *Config) { c.AuditExportInterval = -time.Second }, want: "audit_export_interval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,13 +2,18 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/objstore/sse"
 )
 
@@ -72,9 +77,9 @@ the key file (the last key is current), restart the nodes, then run
 	return cmd
 }
 
-// auditCmd is `floe audit verify` and `floe audit tail`.
+// auditCmd is `floe audit verify`, `floe audit tail` and `floe audit query`.
 func auditCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
-	cmd := &cobra.Command{Use: "audit", Short: "Inspect and verify the audit log"}
+	cmd := &cobra.Command{Use: "audit", Short: "Inspect, query and verify the audit log"}
 	verify := &cobra.Command{Use: "verify", Args: cobra.NoArgs,
 		Short: "Check the audit log's hash chain; exits non-zero if any record was modified, deleted or inserted"}
 	vload := configFlags(verify.Flags(), getenv)
@@ -111,14 +116,150 @@ func auditCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comma
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "SEQ\tTIME\tPRINCIPAL\tACTION\tRESOURCE\tOUTCOME\tREQUEST\tDETAIL")
-		for _, r := range rs {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Format(time.RFC3339), r.Principal, r.Action,
-				r.Resource, r.Outcome, r.RequestID, r.Detail)
-		}
-		return tw.Flush()
+		return printAuditTable(stdout, rs)
 	}
-	cmd.AddCommand(verify, tail)
+	cmd.AddCommand(verify, tail, auditQueryCmd(stdout, stderr, getenv))
 	return cmd
+}
+
+// auditQueryCmd is `floe audit query`.
+func auditQueryCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
+	query := &cobra.Command{Use: "query", Args: cobra.NoArgs,
+		Short: "Print the audit records that match filters (the newest --limit, oldest first)",
+		Long: `Print the audit records that match every filter given: the newest --limit of
+them, oldest first, as a table or (--json) as one JSON object per line.
+
+--since and --until take an RFC 3339 time (2026-03-01T09:00:00Z), a date
+(2026-03-01, midnight UTC) or an age such as 90s, 15m, 1h30m or 7d (that long
+before now). --action matches exactly, or by prefix with a trailing *
+(--action 'oauth.*'); --resource matches by prefix (--resource table:floe/crm.).
+
+  floe audit query --principal etl --since 1h
+  floe audit query --action 's3.*' --resource s3://floe/crm/ --outcome failure
+  floe audit query --request-id 6f1c... --json`}
+	load := configFlags(query.Flags(), getenv)
+	var q audit.Query
+	var since, until string
+	asJSON := false
+	f := query.Flags()
+	f.StringVar(&q.Principal, "principal", "", "principal name (exact)")
+	f.StringVar(&q.Action, "action", "", "action, exact or prefix with a trailing * (e.g. 'oauth.*')")
+	f.StringVar(&q.Resource, "resource", "", "resource prefix (e.g. table:floe/crm.)")
+	f.StringVar(&q.Outcome, "outcome", "", "outcome: success, failure, denied, ...")
+	f.StringVar(&q.RequestID, "request-id", "", "request id (exact)")
+	f.StringVar(&since, "since", "", "only records at or after: RFC 3339 time, date, or age like 1h or 7d")
+	f.StringVar(&until, "until", "", "only records before: RFC 3339 time, date, or age like 1h or 7d")
+	f.IntVar(&q.Limit, "limit", audit.DefaultQueryLimit, fmt.Sprintf("at most this many records (up to %d)", audit.MaxQueryLimit))
+	f.BoolVar(&asJSON, "json", false, "print one JSON object per line (NDJSON) instead of a table")
+	query.RunE = func(c *cobra.Command, _ []string) error {
+		now := time.Now()
+		var err error
+		if q.Since, err = parseWhen(since, now); err != nil {
+			return fmt.Errorf("--since: %w", err)
+		}
+		if q.Until, err = parseWhen(until, now); err != nil {
+			return fmt.Errorf("--until: %w", err)
+		}
+		if q.Limit <= 0 {
+			return fmt.Errorf("--limit %d: must be positive", q.Limit)
+		}
+		q.Newest = true
+		a, err := openApp(c, load, stderr)
+		if err != nil {
+			return err
+		}
+		defer a.Close(context.Background())
+		rs, err := a.Store().AuditQuery(c.Context(), q)
+		if err != nil {
+			return err
+		}
+		slices.Reverse(rs) // oldest first
+		if asJSON {
+			return printAuditJSON(stdout, rs)
+		}
+		return printAuditTable(stdout, rs)
+	}
+	return query
+}
+
+// parseWhen reads a --since/--until value: "" (no bound), an RFC 3339
+// time, a date (midnight UTC), or an age before now: a Go duration (90s,
+// 1h30m) or a whole number of days (7d).
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	var age time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseUint(days, 10, 16)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%q: want an RFC 3339 time, a date (2006-01-02) or an age like 1h or 7d", s)
+		}
+		age = time.Duration(n) * 24 * time.Hour
+	} else {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%q: want an RFC 3339 time, a date (2006-01-02) or an age like 1h or 7d", s)
+		}
+		age = d
+	}
+	if age <= 0 {
+		return time.Time{}, fmt.Errorf("%q: an age must be positive", s)
+	}
+	return now.Add(-age), nil
+}
+
+// printAuditTable prints records as the aligned table of tail and query.
+func printAuditTable(w io.Writer, rs []audit.Record) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tTIME\tPRINCIPAL\tACTION\tRESOURCE\tOUTCOME\tREQUEST\tDETAIL")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Format(time.RFC3339), r.Principal, r.Action,
+			r.Resource, r.Outcome, r.RequestID, r.Detail)
+	}
+	return tw.Flush()
+}
+
+// auditJSON is one line of `floe audit query --json`.
+type auditJSON struct {
+	Seq        int64           `json:"seq"`
+	Time       string          `json:"time"`
+	RequestID  string          `json:"request_id"`
+	Principal  string          `json:"principal"`
+	ClientAddr string          `json:"client_addr"`
+	Action     string          `json:"action"`
+	Resource   string          `json:"resource"`
+	Outcome    string          `json:"outcome"`
+	Detail     json.RawMessage `json:"detail"`
+	PrevHash   string          `json:"prev_hash"`
+	Hash       string          `json:"hash"`
+}
+
+// printAuditJSON prints one JSON object per record and line.
+func printAuditJSON(w io.Writer, rs []audit.Record) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, r := range rs {
+		detail := json.RawMessage(r.Detail)
+		if !json.Valid(detail) { // a damaged record: show its bytes as a string
+			b, err := json.Marshal(string(r.Detail))
+			if err != nil {
+				return err
+			}
+			detail = b
+		}
+		if err := enc.Encode(auditJSON{Seq: r.Seq, Time: r.Time.UTC().Format("2006-01-02T15:04:05.000000Z"), RequestID: r.RequestID,
+			Principal: r.Principal, ClientAddr: r.ClientAddr, Action: r.Action, Resource: r.Resource, Outcome: r.Outcome,
+			Detail: detail, PrevHash: r.PrevHash, Hash: r.Hash}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -31,6 +31,10 @@ func Root(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	root.SetErr(stderr)
 	root.AddCommand(serveCmd(stdout, stderr, getenv), principalCmd(stdout, stderr, getenv),
 		signingKeyCmd(stdout, stderr, getenv), auditCmd(stdout, stderr, getenv), encryptionCmd(stdout, stderr, getenv))
+	root.AddCommand(roleCmd(stdout, stderr, getenv))
+	root.AddCommand(grantCmd(stdout, stderr, getenv), grantsCmd(stdout, stderr, getenv))
+	root.AddCommand(revokeCmd(stdout, stderr, getenv))
+	root.AddCommand(tagCmd(stdout, stderr, getenv))
 	return root
 }
 
@@ -105,6 +109,7 @@ credential once.`,
 	retention := cmd.Flags().Duration("snapshot-retention", app.Defaults().SnapshotRetention, "expire snapshots older than this unless a table property says otherwise (env FLOE_SNAPSHOT_RETENTION)")
 	s3Listen := cmd.Flags().String("s3-listen", app.Defaults().S3Listen, "embedded S3 endpoint listen address, or off (env FLOE_S3_LISTEN)")
 	publicURL := cmd.Flags().String("public-url", "", "URL clients reach this server at; the OAuth issuer (env FLOE_PUBLIC_URL; default http://<listen>)")
+	auditEvery := cmd.Flags().Duration("audit-export-interval", app.Defaults().AuditExportInterval, "how often the audit log is appended to the Iceberg table system.audit; 0 = off (env FLOE_AUDIT_EXPORT_INTERVAL)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := load()
 		if err != nil {
@@ -136,6 +141,9 @@ credential once.`,
 		}
 		if cmd.Flags().Changed("public-url") {
 			cfg.PublicURL = *publicURL
+		}
+		if cmd.Flags().Changed("audit-export-interval") {
+			cfg.AuditExportInterval = *auditEvery
 		}
 		log, err := newLogger(cfg, stderr)
 		if err != nil {

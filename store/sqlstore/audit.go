@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
@@ -63,9 +65,80 @@ func (s *Store) AuditRecords(ctx context.Context, after int64, limit int) ([]aud
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := s.read().query(ctx, "SELECT "+auditColumns+" FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?", after, limit)
+	return s.auditSelect(ctx, "audit records", " WHERE seq > ? ORDER BY seq LIMIT ?", after, limit)
+}
+
+// AuditQuery returns the records q selects, oldest first (newest first
+// with q.Newest), at most q.Limit of them. Action and resource prefixes
+// compare bytes (the "C" collation on PostgreSQL), so both dialects agree.
+func (s *Store) AuditQuery(ctx context.Context, q audit.Query) ([]audit.Record, error) {
+	q, err := q.Normalize()
 	if err != nil {
-		return nil, s.fail("audit records", err)
+		return nil, err
+	}
+	var conds []string
+	var args []any
+	add := func(cond string, a ...any) {
+		conds = append(conds, cond)
+		args = append(args, a...)
+	}
+	// binary names a text column compared byte for byte.
+	binary := func(col string) string {
+		if s.d.name == DialectPostgres {
+			return col + ` COLLATE "C"`
+		}
+		return col
+	}
+	prefix := func(col, p string) {
+		add(binary(col)+" >= ? AND substr("+col+", 1, ?) = ?", p, utf8.RuneCountInString(p), p)
+	}
+	if q.Principal != "" {
+		add("principal = ?", q.Principal)
+	}
+	if p, ok := q.ActionPrefix(); ok {
+		if p != "" {
+			prefix("action", p)
+		}
+	} else if q.Action != "" {
+		add(binary("action")+" = ?", q.Action)
+	}
+	if q.Resource != "" {
+		prefix("resource", q.Resource)
+	}
+	if q.Outcome != "" {
+		add("outcome = ?", q.Outcome)
+	}
+	if q.RequestID != "" {
+		add("request_id = ?", q.RequestID)
+	}
+	if !q.Since.IsZero() {
+		add("time >= ?", s.d.timeArg(q.Since))
+	}
+	if !q.Until.IsZero() {
+		add("time < ?", s.d.timeArg(q.Until))
+	}
+	if q.After > 0 {
+		add("seq > ?", q.After)
+	}
+	if q.Before > 0 {
+		add("seq < ?", q.Before)
+	}
+	tail := ""
+	if len(conds) > 0 {
+		tail = " WHERE " + strings.Join(conds, " AND ")
+	}
+	order := " ORDER BY seq"
+	if q.Newest {
+		order += " DESC"
+	}
+	return s.auditSelect(ctx, "audit query", tail+order+" LIMIT ?", append(args, q.Limit)...)
+}
+
+// auditSelect reads the records of "SELECT <columns> FROM audit_events" + tail.
+func (s *Store) auditSelect(ctx context.Context, op, tail string, args ...any) ([]audit.Record, error) {
+	rows, err := s.read().query(ctx, "SELECT "+auditColumns+" FROM audit_events"+tail, args...)
+	if err != nil {
+		return nil, s.fail(op, err)
 	}
 	defer rows.Close()
 	out := []audit.Record{}
@@ -75,13 +148,13 @@ func (s *Store) AuditRecords(ctx context.Context, after int64, limit int) ([]aud
 		var detail string
 		if err := rows.Scan(&r.Seq, &at, &r.RequestID, &r.Principal, &r.ClientAddr, &r.Action, &r.Resource, &r.Outcome,
 			&detail, &r.PrevHash, &r.Hash); err != nil {
-			return nil, s.fail("audit records", err)
+			return nil, s.fail(op, err)
 		}
 		r.Time, r.Detail = at.t, []byte(detail)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.fail("audit records", err)
+		return nil, s.fail(op, err)
 	}
 	return out, nil
 }

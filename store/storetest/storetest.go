@@ -59,6 +59,7 @@ func Run(t *testing.T, open Opener) {
 		{"UseJTI", testUseJTI},
 		{"RevokedTokens", testRevokedTokens},
 		{"Audit", testAudit},
+		{"AuditQuery", testAuditQuery},
 		{"Idempotency", testIdempotency},
 		{"IdempotencyExpiry", testIdempotencyExpiry},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},

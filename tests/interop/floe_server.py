@@ -65,6 +65,7 @@ SCRUBBED_ENV = (
     "FLOE_S3_ROLE_ARN",
     "FLOE_S3_EXTERNAL_ID",
     "FLOE_STS_ENDPOINT",
+    "FLOE_AUDIT_EXPORT_INTERVAL",
 )
 
 # The line `floe serve` prints for its embedded S3 endpoint:

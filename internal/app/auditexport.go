@@ -1,0 +1,83 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	icebergio "github.com/apache/iceberg-go/io"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/floe-lake/floe/lake"
+	"github.com/floe-lake/floe/lake/auditexport"
+)
+
+// auditExporter is the App's handle on the system.audit export.
+type auditExporter = auditexport.Exporter
+
+// lakeFS returns the FileIO Floe's own Iceberg writes go through: the
+// embedded object store, or (storage "s3") iceberg-go's S3 FileIO with
+// this server's AWS configuration, as the catalog's own s3io uses.
+func (a *App) lakeFS(ctx context.Context) (icebergio.IO, error) {
+	if a.objects != nil {
+		return lake.NewBucketFS(a.objects), nil
+	}
+	ac, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(a.cfg.Region))
+	if err != nil {
+		return nil, fmt.Errorf("aws configuration: %w", err)
+	}
+	// The FileIO keeps its context for every request: it must outlive ctx.
+	return lake.NewS3FS(context.Background(), ac, a.cfg.WarehouseLocation,
+		lake.S3Options{Endpoint: a.cfg.S3.Endpoint, PathStyle: a.cfg.S3.PathStyle})
+}
+
+// newAuditExporter returns an exporter of the audit log to system.audit in
+// the default warehouse. Nodes take turns through the store's leases.
+func (a *App) newAuditExporter(ctx context.Context) (*auditExporter, error) {
+	fsys, err := a.lakeFS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lk := lake.New(a.cat, fsys, lake.Options{Logger: a.log})
+	return auditexport.New(a.store, a.cat, lk, auditexport.Options{
+		Warehouse: a.cfg.Warehouse,
+		Interval:  a.cfg.AuditExportInterval,
+		Leases:    a.store,
+		Logger:    a.log,
+	}), nil
+}
+
+// startAuditExport starts exporting every audit_export_interval, unless the
+// export is off (interval 0).
+func (a *App) startAuditExport() {
+	if a.cfg.AuditExportInterval <= 0 {
+		return
+	}
+	e, err := a.newAuditExporter(context.Background())
+	if err != nil {
+		a.log.Error("the audit export to system.audit cannot start", "err", err)
+		return
+	}
+	a.auditExport = e
+	e.Start()
+}
+
+// stopAuditExport stops the background export, if it runs.
+func (a *App) stopAuditExport() error {
+	if a.auditExport == nil {
+		return nil
+	}
+	return a.auditExport.Close()
+}
+
+// ExportAudit appends the audit records not yet in system.audit now (also
+// when the background export is off) and reports what it did.
+func (a *App) ExportAudit(ctx context.Context) (auditexport.Result, error) {
+	e := a.auditExport
+	if e == nil {
+		var err error
+		if e, err = a.newAuditExporter(ctx); err != nil {
+			return auditexport.Result{}, err
+		}
+	}
+	return e.Export(ctx)
+}

@@ -1,0 +1,548 @@
+// Package auditexport exports Floe's audit log continually as the Iceberg
+// table system.audit of the default warehouse, so that any engine can read
+// it (Spark, Trino, DuckDB, PyIceberg), governed like any other table.
+//
+// Every interval, the Exporter appends the records newer than its
+// watermark, up to BatchSize per commit. The watermark is the snapshot
+// summary property floe.audit.last-seq of the table's current snapshot:
+// the records and the watermark move in the same commit, and the commit
+// asserts that the table's main branch is still the snapshot the watermark
+// was read from. A node that loses that race (another node exported first)
+// removes its files, reloads and starts again from the new watermark, so
+// every record is exported exactly once, in seq order, however many nodes
+// export at the same time. To save the wasted work, nodes sharing a store
+// also take turns through a lease (when Options.Leases is set): only the
+// holder exports.
+//
+// The table is created on the first export that has records to write, with
+// the namespace system. Its rows are the audit records as stored, hashes
+// included, so a reader can re-verify the chain from the table alone. The
+// audit log holds no secrets by design (see package audit), so neither does
+// the table.
+package auditexport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/audit"
+	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/lake"
+	"github.com/floe-lake/floe/maint"
+)
+
+// Where the export lives and how its snapshots are marked.
+const (
+	// TableName is the table's name in Namespace.
+	TableName = "audit"
+	// WatermarkProperty is the snapshot summary property holding the seq of
+	// the last record exported up to and including that snapshot.
+	WatermarkProperty = "floe.audit.last-seq"
+	// FirstSeqProperty is the snapshot summary property holding the seq of
+	// the first record the snapshot added.
+	FirstSeqProperty = "floe.audit.first-seq"
+	// LeaseName is the store lease nodes take turns exporting under.
+	LeaseName = "audit/export"
+)
+
+// Defaults of Options.
+const (
+	DefaultInterval  = 10 * time.Second
+	DefaultBatchSize = 100_000
+)
+
+// Namespace is the namespace of system tables.
+func Namespace() catalog.Namespace { return catalog.Namespace{"system"} }
+
+// Ident is the identifier of the export table, system.audit.
+func Ident() catalog.Ident { return catalog.Ident{Namespace: Namespace(), Name: TableName} }
+
+// Source is where the records come from (the metadata store).
+type Source interface {
+	// AuditRecords returns up to limit records with Seq > after, in Seq order.
+	AuditRecords(ctx context.Context, after int64, limit int) ([]audit.Record, error)
+}
+
+// Catalog creates the namespace and table on first use (*catalog.Catalog).
+type Catalog interface {
+	CreateNamespace(ctx context.Context, wh string, ns catalog.Namespace, props map[string]string) error
+	CreateTable(ctx context.Context, wh string, ns catalog.Namespace, req catalog.CreateTableRequest) (*catalog.TableState, error)
+}
+
+// Options configures an Exporter. Zero values mean defaults.
+type Options struct {
+	// Warehouse holds system.audit. Required.
+	Warehouse string
+	// Interval is the time between exports (default DefaultInterval).
+	Interval time.Duration
+	// BatchSize is the most records one commit adds (default DefaultBatchSize).
+	BatchSize int
+	// Leases, if set, makes nodes sharing the store take turns: a node
+	// exports only while it holds the lease LeaseName. Correctness does not
+	// depend on it (see the package documentation).
+	Leases maint.Leases
+	// Node names this node as the lease holder (default hostname-<random>).
+	Node string
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Result says what one Export did.
+type Result struct {
+	// Records is how many records were appended.
+	Records int64
+	// Commits is how many snapshots were committed.
+	Commits int
+	// LastSeq is the watermark afterwards: every record up to it is in the table.
+	LastSeq int64
+}
+
+// Exporter appends the audit log to system.audit.
+type Exporter struct {
+	src      Source
+	cat      Catalog
+	lk       *lake.Lake
+	wh       string
+	interval time.Duration
+	batch    int
+	leases   maint.Leases
+	node     string
+	log      *slog.Logger
+
+	mu      sync.Mutex // serializes Export calls of this node
+	stop    context.CancelFunc
+	done    chan struct{}
+	started bool
+}
+
+// New returns an Exporter reading src and writing through cat and lk.
+func New(src Source, cat Catalog, lk *lake.Lake, o Options) *Exporter {
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Node == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "floe"
+		}
+		o.Node = fmt.Sprintf("%s-%08x", host, rand.Uint32())
+	}
+	return &Exporter{src: src, cat: cat, lk: lk, wh: o.Warehouse, interval: o.Interval, batch: o.BatchSize,
+		leases: o.Leases, node: o.Node, log: o.Logger}
+}
+
+// Start exports every interval in the background until Close.
+func (e *Exporter) Start() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started {
+		return
+	}
+	e.started = true
+	ctx, stop := context.WithCancel(context.Background())
+	e.stop, e.done = stop, make(chan struct{})
+	go e.loop(ctx)
+}
+
+// Close stops the background exports, cancelling one that runs, and waits
+// for it to end.
+func (e *Exporter) Close() error {
+	e.mu.Lock()
+	stop, done := e.stop, e.done
+	e.mu.Unlock()
+	if stop == nil {
+		return nil
+	}
+	stop()
+	<-done
+	return nil
+}
+
+func (e *Exporter) loop(ctx context.Context) {
+	defer close(e.done)
+	t := time.NewTicker(e.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := e.exportLeased(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			e.log.WarnContext(ctx, "audit export failed; retrying next interval", "err", err)
+		case res.Records > 0:
+			e.log.DebugContext(ctx, "audit records exported", "table", Ident().String(), "records", res.Records,
+				"commits", res.Commits, "last_seq", res.LastSeq)
+		}
+	}
+}
+
+// leaseTTL is how long the export lease outlives a node that died holding it.
+func (e *Exporter) leaseTTL() time.Duration {
+	return min(max(2*e.interval, 30*time.Second), 5*time.Minute)
+}
+
+// exportLeased exports while holding the lease, if there are leases.
+func (e *Exporter) exportLeased(ctx context.Context) (Result, error) {
+	if e.leases == nil {
+		return e.Export(ctx)
+	}
+	ttl := e.leaseTTL()
+	l, ok, err := e.leases.AcquireLease(ctx, LeaseName, e.node, ttl)
+	if err != nil {
+		return Result{}, fmt.Errorf("audit export lease: %w", err)
+	}
+	if !ok {
+		return Result{}, nil // another node is exporting
+	}
+	defer func() {
+		if err := e.leases.ReleaseLease(context.WithoutCancel(ctx), l); err != nil {
+			e.log.DebugContext(ctx, "audit export lease was lost", "err", err)
+		}
+	}()
+	return e.export(ctx, func() error { return e.leases.RenewLease(ctx, l, ttl) })
+}
+
+// Export appends every record not yet in system.audit, creating the table
+// if needed, in commits of at most BatchSize records.
+func (e *Exporter) Export(ctx context.Context) (Result, error) {
+	return e.export(ctx, nil)
+}
+
+// maxConflicts bounds how often in a row one Export may lose a commit race.
+const maxConflicts = 20
+
+func (e *Exporter) export(ctx context.Context, between func() error) (Result, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var res Result
+	tbl, err := e.table(ctx)
+	if err != nil || tbl == nil {
+		return res, err
+	}
+	conflicts := 0
+	for {
+		last, err := Watermark(ctx, tbl)
+		if err != nil {
+			return res, err
+		}
+		res.LastSeq = last
+		recs, err := e.records(ctx, last)
+		if err != nil {
+			return res, err
+		}
+		if len(recs) == 0 {
+			return res, nil
+		}
+		next, err := e.commit(ctx, tbl, recs)
+		if errors.Is(err, table.ErrCommitFailed) {
+			conflicts++
+			if conflicts > maxConflicts {
+				return res, fmt.Errorf("audit export: lost %d commit races in a row: %w", conflicts, err)
+			}
+			e.log.DebugContext(ctx, "audit export: another writer committed first; reloading", "err", err)
+			if tbl, err = lake.Reload(ctx, tbl); err != nil {
+				return res, err
+			}
+			continue
+		}
+		if err != nil {
+			return res, err
+		}
+		tbl, conflicts = next, 0
+		res.Records += int64(len(recs))
+		res.Commits++
+		res.LastSeq = recs[len(recs)-1].Seq
+		if len(recs) < e.batch {
+			return res, nil
+		}
+		if between != nil {
+			if err := between(); err != nil {
+				return res, fmt.Errorf("audit export lease: %w", err)
+			}
+		}
+	}
+}
+
+// records reads up to one batch of records after seq last.
+func (e *Exporter) records(ctx context.Context, last int64) ([]audit.Record, error) {
+	const page = 10_000
+	var out []audit.Record
+	for len(out) < e.batch {
+		n := min(page, e.batch-len(out))
+		rs, err := e.src.AuditRecords(ctx, last, n)
+		if err != nil {
+			return nil, fmt.Errorf("audit export: read records after %d: %w", last, err)
+		}
+		out = append(out, rs...)
+		if len(rs) < n {
+			break
+		}
+		last = rs[len(rs)-1].Seq
+	}
+	return out, nil
+}
+
+// commit writes recs as data files and appends them in one snapshot that
+// carries the new watermark, asserting that main is still the snapshot
+// the watermark was read from. On table.ErrCommitFailed nothing was
+// committed and the files are removed.
+func (e *Exporter) commit(ctx context.Context, tbl *table.Table, recs []audit.Record) (*table.Table, error) {
+	for i := 1; i < len(recs); i++ {
+		if recs[i].Seq != recs[i-1].Seq+1 {
+			return nil, floe.E(floe.Internal, "audit", "audit records are not contiguous: %d follows %d", recs[i].Seq, recs[i-1].Seq)
+		}
+	}
+	rec, err := toArrow(tbl.Schema(), recs)
+	if err != nil {
+		return nil, err
+	}
+	rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+	rec.Release()
+	if err != nil {
+		return nil, fmt.Errorf("audit export: %w", err)
+	}
+	files, err := lake.WriteDataFiles(ctx, tbl, rdr)
+	rdr.Release()
+	if err != nil {
+		return nil, err
+	}
+	props := iceberg.Properties{
+		WatermarkProperty: strconv.FormatInt(recs[len(recs)-1].Seq, 10),
+		FirstSeqProperty:  strconv.FormatInt(recs[0].Seq, 10),
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
+		lake.RemoveFiles(ctx, tbl, files)
+		return nil, fmt.Errorf("audit export: %w", err)
+	}
+	if err := txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck()); err != nil {
+		lake.RemoveFiles(ctx, tbl, files)
+		return nil, fmt.Errorf("audit export: %w", err)
+	}
+	next, err := txn.Commit(ctx)
+	if err != nil {
+		if errors.Is(err, table.ErrCommitFailed) {
+			lake.RemoveFiles(ctx, tbl, files)
+		} // otherwise the outcome is unknown: the files may be referenced
+		return nil, fmt.Errorf("audit export: commit seq %d..%d: %w", recs[0].Seq, recs[len(recs)-1].Seq, err)
+	}
+	return next, nil
+}
+
+// table loads system.audit, creating the namespace and the table when they
+// do not exist yet and there are records to export. It returns nil when
+// there is no table and nothing to export.
+func (e *Exporter) table(ctx context.Context) (*table.Table, error) {
+	tbl, err := e.lk.LoadTable(ctx, e.wh, Ident())
+	if err == nil {
+		return tbl, nil
+	}
+	if floe.KindOf(err) != floe.NotFound {
+		return nil, fmt.Errorf("audit export: load %s: %w", Ident(), err)
+	}
+	rs, err := e.src.AuditRecords(ctx, 0, 1)
+	if err != nil {
+		return nil, fmt.Errorf("audit export: %w", err)
+	}
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	err = e.cat.CreateNamespace(ctx, e.wh, Namespace(), map[string]string{"comment": "Floe system tables"})
+	if err != nil && floe.KindOf(err) != floe.AlreadyExists {
+		return nil, fmt.Errorf("audit export: create namespace %s: %w", Namespace(), err)
+	}
+	_, err = e.cat.CreateTable(ctx, e.wh, Namespace(), catalog.CreateTableRequest{
+		Name: TableName, Schema: Schema(), Spec: Spec(), Properties: TableProperties()})
+	if err != nil && floe.KindOf(err) != floe.AlreadyExists {
+		return nil, fmt.Errorf("audit export: create %s: %w", Ident(), err)
+	}
+	if err == nil {
+		e.log.InfoContext(ctx, "created the audit export table", "table", Ident().String(), "warehouse", e.wh)
+	}
+	tbl, err = e.lk.LoadTable(ctx, e.wh, Ident())
+	if err != nil {
+		return nil, fmt.Errorf("audit export: load %s: %w", Ident(), err)
+	}
+	return tbl, nil
+}
+
+// Watermark returns the seq of the last record in tbl: the WatermarkProperty
+// of the newest snapshot of main's history that carries it (another writer,
+// e.g. a compaction, may have committed after the exporter), else the
+// largest seq in the table's data (0 for an empty table).
+func Watermark(ctx context.Context, tbl *table.Table) (int64, error) {
+	cur := tbl.CurrentSnapshot()
+	if cur == nil {
+		return 0, nil
+	}
+	for _, s := range table.AncestorsOf(cur.SnapshotID, tbl.SnapshotByID) {
+		if s.Summary == nil {
+			continue
+		}
+		if v, ok := s.Summary.Properties[WatermarkProperty]; ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return 0, floe.E(floe.Internal, "audit", "snapshot %d of %s has a bad %s %q", s.SnapshotID, Ident(), WatermarkProperty, v)
+			}
+			return n, nil
+		}
+	}
+	// No snapshot of main's (remaining) history carries the watermark.
+	at, err := tbl.Scan(table.WithSelectedFields("seq")).ToArrowTable(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("audit export: scan %s for its last seq: %w", Ident(), err)
+	}
+	defer at.Release()
+	var last int64
+	for _, c := range at.Column(0).Data().Chunks() {
+		for _, v := range c.(*array.Int64).Int64Values() {
+			last = max(last, v)
+		}
+	}
+	return last, nil
+}
+
+// Schema is the schema system.audit is created with.
+func Schema() *iceberg.Schema {
+	str := func(id int, name, doc string) iceberg.NestedField {
+		return iceberg.NestedField{ID: id, Name: name, Type: iceberg.PrimitiveTypes.String, Doc: doc}
+	}
+	return iceberg.NewSchemaWithIdentifiers(0, []int{1},
+		iceberg.NestedField{ID: 1, Name: "seq", Type: iceberg.PrimitiveTypes.Int64, Required: true,
+			Doc: "position in the audit chain, from 1, without gaps"},
+		iceberg.NestedField{ID: 2, Name: "time", Type: iceberg.PrimitiveTypes.TimestampTz, Doc: "when it happened (UTC, microseconds)"},
+		str(3, "request_id", "request id, shared by every event of one request"),
+		str(4, "principal", "principal name; empty when unknown"),
+		str(5, "client_addr", "the caller's network address"),
+		str(6, "action", "what was done, e.g. oauth.token or s3.GetObject"),
+		str(7, "resource", "what it was done on, e.g. table:floe/crm.accounts"),
+		str(8, "outcome", "success, failure, denied, ..."),
+		str(9, "detail", "canonical JSON object with more detail"),
+		str(10, "prev_hash", "hash of the previous record (hex); empty for the first"),
+		str(11, "hash", "sha256 of prev_hash and this record (hex): see floe audit verify"),
+	)
+}
+
+// Spec partitions system.audit by day(time).
+func Spec() *iceberg.PartitionSpec {
+	s := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Transform: iceberg.DayTransform{}, Name: "time_day"})
+	return &s
+}
+
+// TableProperties are set when system.audit is created: merge manifests
+// (it gets a small commit every interval), keep a bounded metadata log and
+// expire old snapshots after six hours (the rows stay: every snapshot only
+// appends).
+func TableProperties() map[string]string {
+	return map[string]string{
+		"comment":                     "Floe audit log, exported by Floe (read-only; see docs/audit.md)",
+		table.ManifestMergeEnabledKey: "true",
+		table.MetadataDeleteAfterCommitEnabledKey: "true",
+		table.MetadataPreviousVersionsMaxKey:      "20",
+		table.MaxSnapshotAgeMsKey:                 strconv.FormatInt((6 * time.Hour).Milliseconds(), 10),
+		table.MinSnapshotsToKeepKey:               "1",
+		table.ParquetCompressionKey:               "zstd",
+		"floe.system":                             "audit",
+	}
+}
+
+// toArrow builds one record batch of recs in the Arrow form of sc (the
+// table's current schema), filling columns by name; columns an operator
+// added to the table are left null.
+func toArrow(sc *iceberg.Schema, recs []audit.Record) (arrow.RecordBatch, error) {
+	asc, err := table.SchemaToArrowSchema(sc, nil, true, false)
+	if err != nil {
+		return nil, fmt.Errorf("audit export: arrow schema: %w", err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, asc)
+	defer b.Release()
+	for i, f := range asc.Fields() {
+		fb := b.Field(i)
+		fb.Reserve(len(recs))
+		col, ok := columns[f.Name]
+		if !ok {
+			if !f.Nullable {
+				return nil, floe.E(floe.Internal, "audit", "%s has a required column %q the export does not know", Ident(), f.Name)
+			}
+			for range recs {
+				fb.AppendNull()
+			}
+			continue
+		}
+		if err := col(fb, recs); err != nil {
+			return nil, fmt.Errorf("audit export: column %s: %w", f.Name, err)
+		}
+	}
+	return b.NewRecordBatch(), nil
+}
+
+// columns fill one column of the export from records.
+var columns = map[string]func(array.Builder, []audit.Record) error{
+	"seq": func(b array.Builder, rs []audit.Record) error {
+		ib, ok := b.(*array.Int64Builder)
+		if !ok {
+			return fmt.Errorf("type %s, want long", b.Type())
+		}
+		for _, r := range rs {
+			ib.Append(r.Seq)
+		}
+		return nil
+	},
+	"time": func(b array.Builder, rs []audit.Record) error {
+		tb, ok := b.(*array.TimestampBuilder)
+		if !ok || tb.Type().(*arrow.TimestampType).Unit != arrow.Microsecond {
+			return fmt.Errorf("type %s, want timestamptz", b.Type())
+		}
+		for _, r := range rs {
+			tb.Append(arrow.Timestamp(r.Time.UnixMicro()))
+		}
+		return nil
+	},
+	"request_id":  stringColumn(func(r audit.Record) string { return r.RequestID }),
+	"principal":   stringColumn(func(r audit.Record) string { return r.Principal }),
+	"client_addr": stringColumn(func(r audit.Record) string { return r.ClientAddr }),
+	"action":      stringColumn(func(r audit.Record) string { return r.Action }),
+	"resource":    stringColumn(func(r audit.Record) string { return r.Resource }),
+	"outcome":     stringColumn(func(r audit.Record) string { return r.Outcome }),
+	"detail":      stringColumn(func(r audit.Record) string { return string(r.Detail) }),
+	"prev_hash":   stringColumn(func(r audit.Record) string { return r.PrevHash }),
+	"hash":        stringColumn(func(r audit.Record) string { return r.Hash }),
+}
+
+func stringColumn(get func(audit.Record) string) func(array.Builder, []audit.Record) error {
+	return func(b array.Builder, rs []audit.Record) error {
+		sb, ok := b.(*array.StringBuilder)
+		if !ok {
+			return fmt.Errorf("type %s, want string", b.Type())
+		}
+		for _, r := range rs {
+			sb.Append(get(r))
+		}
+		return nil
+	}
+}
