@@ -66,18 +66,6 @@ func (h *Handler) require(r *http.Request, priv authz.Privilege, s authz.Securab
 	return c.pol.Check(c.sub, priv, s)
 }
 
-// effective returns the caller's privileges on s.
-func (h *Handler) effective(r *http.Request, s authz.Securable) (authz.Set, error) {
-	c, err := h.caller(r)
-	if err != nil {
-		return 0, err
-	}
-	if c.unrestricted {
-		return authz.SetOf(authz.AllPrivileges()...), nil
-	}
-	return c.pol.Effective(c.sub, s), nil
-}
-
 // container is the securable a namespace is created in: its parent, or the
 // warehouse for a top-level namespace.
 func container(wh string, ns catalog.Namespace) authz.Securable {
