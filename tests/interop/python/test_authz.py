@@ -134,4 +134,4 @@ def test_denials_are_audited(floe, unique):
     assert recs, "no audit record for the denied request"
     rec = recs[0]
     assert rec["action"] == "catalog.listNamespaces" and rec["outcome"] == "denied" and rec["principal"] == name
-    assert "lacks DESCRIBE" in rec["detail"]
+    assert "lacks DESCRIBE" in json.dumps(rec["detail"])
