@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/internal/app"
 	"github.com/floe-lake/floe/internal/pgtest"
 	"github.com/floe-lake/floe/internal/testkit"
@@ -105,6 +106,11 @@ func TestNodes_TokensAndDisable(t *testing.T) {
 	a, b := ns[0], ns[1]
 	p, secret, err := a.App.Auth().CreatePrincipal(t.Context(), "etl", nil, false, "", "")
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A grant made through node A applies on node B's next request.
+	if _, err := a.App.Authz().Grant(t.Context(), authz.Grant{Grantee: authz.Principal("etl"), Privilege: authz.Describe,
+		On: authz.Warehouse(a.Warehouse)}); err != nil {
 		t.Fatal(err)
 	}
 	tok := a.TokenFor(t, p.ClientID, secret)
