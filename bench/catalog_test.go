@@ -282,12 +282,12 @@ func seedAuthz(b *testing.B, f *testkit.Floe) {
 		if i%5 == 0 {
 			gr = authz.Role(fmt.Sprintf("role-%02d", i%50))
 		}
-		g := authz.Grant{Grantee: gr, Privilege: privs[i%len(privs)], On: authz.Table(wh, catalog.Ident{Namespace: ns, Name: fmt.Sprintf("t%d", i%40)})}
+		g := authz.Grant{Grantee: gr, Privilege: privs[i%len(privs)], On: authz.Table(wh, catalog.Ident{Namespace: ns, Name: fmt.Sprintf("t%d", i)})}
 		switch i % 10 {
 		case 7:
 			g.On, g.AllTables = authz.NamespaceOf(wh, ns), true
 		case 8:
-			g.On, g.TagExpr = authz.Warehouse(wh), fmt.Sprintf("domain = d%d AND sensitivity IN (low, medium)", i%25)
+			g.On, g.TagExpr = authz.Warehouse(wh), fmt.Sprintf("domain = d%d AND sensitivity IN (low, medium) AND tier != x%d", i%25, i)
 			g.Privilege = authz.Select
 		case 9:
 			g.On, g.Privilege = authz.NamespaceOf(wh, ns), authz.Describe
