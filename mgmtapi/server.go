@@ -14,8 +14,6 @@ package mgmtapi
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"net"
 	"net/http"
@@ -161,13 +159,7 @@ func (h *Handler) Routes() []string {
 // ServeHTTP implements http.Handler. It honours an X-Request-Id header (or
 // makes one) and echoes it in the response.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rid := r.Header.Get("X-Request-Id")
-	if rid == "" || len(rid) > 128 {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		rid = hex.EncodeToString(b[:])
-	}
-	w.Header().Set("X-Request-Id", rid)
+	rid := httperr.RequestID(w, r)
 	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ridKey{}, rid)))
 }
 

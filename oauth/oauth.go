@@ -18,9 +18,8 @@ package oauth
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
+	"github.com/floe-lake/floe/internal/httperr"
 	"log/slog"
 	"mime"
 	"net"
@@ -131,13 +130,7 @@ func Routes(path string) bool {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rid := r.Header.Get("X-Request-Id")
-	if rid == "" || len(rid) > 128 {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		rid = hex.EncodeToString(b[:])
-	}
-	w.Header().Set("X-Request-Id", rid)
+	rid := httperr.RequestID(w, r)
 	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ridKey{}, rid)))
 }
 

@@ -5,8 +5,7 @@ package restcat
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"github.com/floe-lake/floe/internal/httperr"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -164,13 +163,7 @@ func (h *Handler) Operations() []string {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rid := r.Header.Get("X-Request-Id")
-	if rid == "" || len(rid) > 128 {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		rid = hex.EncodeToString(b[:])
-	}
-	w.Header().Set("X-Request-Id", rid)
+	rid := httperr.RequestID(w, r)
 	r = r.WithContext(withRequestID(r.Context(), rid))
 	h.mux.ServeHTTP(w, r)
 }

@@ -5,6 +5,8 @@
 package httperr
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -97,4 +99,18 @@ func JSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// RequestID returns the request's id: its X-Request-Id header when present
+// and at most 128 bytes, else a new random one. It echoes the id in w's
+// X-Request-Id header.
+func RequestID(w http.ResponseWriter, r *http.Request) string {
+	rid := r.Header.Get("X-Request-Id")
+	if rid == "" || len(rid) > 128 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		rid = hex.EncodeToString(b[:])
+	}
+	w.Header().Set("X-Request-Id", rid)
+	return rid
 }
