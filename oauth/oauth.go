@@ -19,7 +19,6 @@ package oauth
 import (
 	"context"
 	"encoding/json"
-	"github.com/floe-lake/floe/internal/httperr"
 	"log/slog"
 	"mime"
 	"net"
@@ -31,6 +30,7 @@ import (
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/internal/httperr"
 )
 
 // Grant, token type and assertion type URNs.

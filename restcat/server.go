@@ -5,7 +5,6 @@ package restcat
 
 import (
 	"context"
-	"github.com/floe-lake/floe/internal/httperr"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/httperr"
 )
 
 // DefaultMaxBodyBytes bounds request bodies (16 MiB).
