@@ -26,7 +26,8 @@ type caller struct {
 	sub          authz.Subject
 	pol          *authz.Policy
 	unrestricted bool
-	writeScope   bool // the token may change the catalog (not catalog:read)
+	writeScope   bool   // the token may change the catalog (not catalog:read)
+	credentialID string // the storage credential handed out, for the audit event
 }
 
 type callerKey struct{}

@@ -268,6 +268,9 @@ func (h *Handler) audit(r *http.Request, rt route, rec *statusRecorder, start ti
 		e.Principal = c.Principal
 		e.Detail["token_id"] = c.TokenID
 	}
+	if c, ok := r.Context().Value(callerKey{}).(*caller); ok && c != nil && c.credentialID != "" {
+		e.Detail["credential_id"] = c.credentialID
+	}
 	switch {
 	case status == http.StatusUnauthorized:
 		e.Outcome = "unauthenticated"

@@ -36,18 +36,60 @@ type Vending struct {
 	// Audit, if set, records every credential handed out.
 	Audit func(ctx context.Context, action, resource string, detail map[string]any)
 
-	signMu    sync.Mutex
-	signCache map[signKey]vendedCreds
+	mu    sync.Mutex
+	cache map[credKey]vendedCreds
 }
 
-type signKey struct {
-	principal, prefix string
-	write             bool
+// credKey identifies the credentials a caller may be handed again: the
+// same token (so each credential still names the token it was vended
+// to), table prefix and access.
+type credKey struct {
+	use                string // "vend" or "sign"
+	tokenID, principal string
+	prefix             string
+	write              bool
 }
 
 type vendedCreds struct {
-	creds vend.Credentials
-	sess  vend.Session
+	creds  vend.Credentials
+	id     string // the vend.Session ID, as audited
+	minted time.Time
+}
+
+// Reuse windows of cached credentials. A loadTable hands a credential out
+// again only within a minute of minting it, so every client still gets
+// (almost) the full TTL; remote signing, which never shows the
+// credential to the client, uses it until five minutes before expiry.
+const (
+	vendReuse    = time.Minute
+	signMinValid = 5 * time.Minute
+)
+
+// credentials returns a credential for the caller on bucket/prefix: a
+// cached one that fresh accepts, or a newly minted one (audited as a
+// vend), with the credential's id.
+func (v *Vending) credentials(ctx context.Context, use string, id catalog.Ident, bucket, prefix string, write bool,
+	fresh func(vendedCreds) bool) (creds vend.Credentials, credID string, err error) {
+	s := session(ctx, id, bucket, prefix, write)
+	key := credKey{use: use, tokenID: s.TokenID, principal: s.PrincipalID + "/" + s.Principal, prefix: bucket + "/" + prefix, write: write}
+	v.mu.Lock()
+	c, ok := v.cache[key]
+	v.mu.Unlock()
+	if ok && fresh(c) {
+		return c.creds, c.id, nil
+	}
+	creds, sess, err := v.Minter.Mint(ctx, s, v.TTL)
+	if err != nil {
+		return vend.Credentials{}, "", err
+	}
+	v.audit(ctx, sess)
+	v.mu.Lock()
+	if v.cache == nil || len(v.cache) > 10000 {
+		v.cache = map[credKey]vendedCreds{}
+	}
+	v.cache[key] = vendedCreds{creds: creds, id: sess.ID, minted: time.Now()}
+	v.mu.Unlock()
+	return creds, sess.ID, nil
 }
 
 // Delegation modes a client may ask for in X-Iceberg-Access-Delegation.
@@ -144,23 +186,28 @@ func (h *Handler) access(r *http.Request, wh string, id catalog.Ident, tableLoc 
 		}
 		return tableAccess{Config: cfg}, nil
 	}
-	return h.vendedAccess(r, id, bucket, prefix, write)
+	return h.vendedAccess(r, id, bucket, prefix, write, true)
 }
 
 // StorageAccessKey is the LoadTableResult config key that says why a caller
 // got no storage access ("none: <reason>").
 const StorageAccessKey = "floe.storage-access"
 
-// vendedAccess mints a credential for the table's prefix and returns it in
-// both places a LoadTableResult carries it.
-func (h *Handler) vendedAccess(r *http.Request, id catalog.Ident, bucket, prefix string, write bool) (tableAccess, error) {
+// vendedAccess returns a credential for the table's prefix in both places
+// a LoadTableResult carries it. With reuse, a credential minted for the
+// same token, table and access less than a minute ago is handed out again
+// (repeated loads of a table are common; every mint is audited); without
+// (the refresh endpoint) a new one is minted.
+func (h *Handler) vendedAccess(r *http.Request, id catalog.Ident, bucket, prefix string, write, reuse bool) (tableAccess, error) {
 	v := h.opts.Vending
-	ctx := r.Context()
-	creds, sess, err := v.Minter.Mint(ctx, session(ctx, id, bucket, prefix, write), v.TTL)
+	creds, credID, err := v.credentials(r.Context(), "vend", id, bucket, prefix, write,
+		func(c vendedCreds) bool { return reuse && time.Since(c.minted) < vendReuse })
 	if err != nil {
 		return tableAccess{}, floe.Wrap(floe.Unavailable, err, "cannot vend storage credentials for %s", id)
 	}
-	v.audit(ctx, sess)
+	if c, ok := r.Context().Value(callerKey{}).(*caller); ok && c != nil {
+		c.credentialID = credID
+	}
 	sc := v.clientConfig()
 	maps.Copy(sc, credentialConfig(creds))
 	cfg := maps.Clone(sc)
@@ -243,7 +290,7 @@ func (h *Handler) loadCredentials(w http.ResponseWriter, r *http.Request) error 
 	}
 	creds := []storageCredential{}
 	if bucket, prefix, ok := s3Location(st.Metadata.Location()); ok {
-		acc, err := h.vendedAccess(r, id, bucket, prefix, write)
+		acc, err := h.vendedAccess(r, id, bucket, prefix, write, false)
 		if err != nil {
 			return err
 		}
@@ -324,24 +371,10 @@ func (h *Handler) signRequest(w http.ResponseWriter, r *http.Request) error {
 // signingCreds returns a cached credential for remote signing, minting a
 // new one when none is valid for at least five more minutes.
 func (v *Vending) signingCreds(ctx context.Context, id catalog.Ident, bucket, prefix string, write bool) (vend.Credentials, error) {
-	s := session(ctx, id, bucket, prefix, write)
-	key := signKey{principal: s.PrincipalID + "/" + s.Principal, prefix: bucket + "/" + prefix, write: write}
-	v.signMu.Lock()
-	c, ok := v.signCache[key]
-	v.signMu.Unlock()
-	if ok && time.Until(c.creds.Expires) > 5*time.Minute {
-		return c.creds, nil
-	}
-	creds, sess, err := v.Minter.Mint(ctx, s, v.TTL)
+	creds, _, err := v.credentials(ctx, "sign", id, bucket, prefix, write,
+		func(c vendedCreds) bool { return time.Until(c.creds.Expires) > signMinValid })
 	if err != nil {
 		return vend.Credentials{}, floe.Wrap(floe.Unavailable, err, "cannot mint signing credentials for %s", id)
 	}
-	v.audit(ctx, sess)
-	v.signMu.Lock()
-	if v.signCache == nil || len(v.signCache) > 10000 {
-		v.signCache = map[signKey]vendedCreds{}
-	}
-	v.signCache[key] = vendedCreds{creds: creds, sess: sess}
-	v.signMu.Unlock()
 	return creds, nil
 }

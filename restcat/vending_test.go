@@ -381,3 +381,66 @@ func TestVendedPrefixIsLiteral(t *testing.T) {
 		t.Fatalf("put under the literal location: %v", err)
 	}
 }
+
+// TestVendedCredentialsReuse: loads of one table with one token within a
+// minute get the same credential (minted and audited once, named in each
+// load's audit event); another token, another access or the refresh
+// endpoint gets a new one.
+func TestVendedCredentialsReuse(t *testing.T) {
+	f := testkit.Start(t)
+	mustStatus(t, f.Do(t, "POST", f.P("/namespaces"), `{"namespace":["r"]}`), 200)
+	mustStatus(t, f.Do(t, "POST", f.P("/namespaces/r/tables"), createTableBody("t", "")), 200)
+	load := func(tok string) string {
+		t.Helper()
+		var lr loadResult
+		r := f.DoAs(t, tok, "GET", f.P("/namespaces/r/tables/t"), nil)
+		mustStatus(t, r, 200)
+		r.JSON(t, &lr)
+		return lr.Config["s3.access-key-id"]
+	}
+	tok1 := f.Token(t)
+	k1, k2 := load(tok1), load(tok1)
+	if k1 == "" || k1 != k2 {
+		t.Fatalf("two loads with one token: keys %q, %q; want one reused credential", k1, k2)
+	}
+	if k3 := load(f.TokenFor(t, f.Cred.ClientID, f.Cred.Secret)); k3 == k1 {
+		t.Errorf("another token got the same credential %q", k3)
+	}
+	if k4 := load(f.TokenScoped(t, f.Cred.ClientID, f.Cred.Secret, "catalog:read")); k4 == k1 {
+		t.Errorf("a read-only token got the read-write credential %q", k4)
+	}
+	var lc struct {
+		StorageCredentials []struct {
+			Config map[string]string `json:"config"`
+		} `json:"storage-credentials"`
+	}
+	r := f.DoAs(t, tok1, "GET", f.P("/namespaces/r/tables/t/credentials"), nil)
+	mustStatus(t, r, 200)
+	r.JSON(t, &lc)
+	if len(lc.StorageCredentials) != 1 || lc.StorageCredentials[0].Config["s3.access-key-id"] == k1 {
+		t.Errorf("refresh endpoint returned the cached credential: %+v", lc)
+	}
+	waitAudit(t, f, func(rs []audit.Record) bool {
+		vends, loads := 0, 0
+		var credID string
+		for _, r := range rs {
+			var d map[string]any
+			_ = json.Unmarshal(r.Detail, &d)
+			if r.Action == "storage.credentials.vend" && d["access_key_id"] == k1 {
+				vends++
+				credID, _ = d["credential_id"].(string)
+			}
+		}
+		for _, r := range rs {
+			var d map[string]any
+			_ = json.Unmarshal(r.Detail, &d)
+			if r.Action == "catalog.loadTable" && credID != "" && d["credential_id"] == credID {
+				loads++
+			}
+		}
+		if vends > 1 {
+			t.Fatalf("credential %s vended %d times", k1, vends)
+		}
+		return vends == 1 && loads == 2
+	})
+}

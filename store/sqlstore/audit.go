@@ -41,23 +41,50 @@ func (s *Store) AppendAuditBatch(ctx context.Context, seal func(prevSeq int64, p
 		if err != nil {
 			return floe.Wrap(floe.Internal, err, "seal audit records")
 		}
+		sealed := len(rs) > 0
 		for _, r := range rs {
 			if r.Seq != seq+1 || r.PrevHash != hash || r.Hash == "" {
 				return floe.E(floe.Internal, "audit", "sealed record %d does not follow record %d", r.Seq, seq)
 			}
-			if _, err := c.exec(ctx, "INSERT INTO audit_events ("+auditColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-				r.Seq, s.d.timeArg(r.Time), r.RequestID, r.Principal, r.ClientAddr, r.Action, r.Resource, r.Outcome,
-				string(r.Detail), r.PrevHash, r.Hash); err != nil {
-				return err
-			}
 			seq, hash = r.Seq, r.Hash
 		}
-		if len(rs) == 0 {
+		// Multi-row INSERTs: one statement per auditInsertRows records
+		// costs a fraction of one statement per record.
+		for len(rs) > 0 {
+			chunk := rs[:min(len(rs), auditInsertRows)]
+			rs = rs[len(chunk):]
+			args := make([]any, 0, len(chunk)*11)
+			for _, r := range chunk {
+				args = append(args, r.Seq, s.d.timeArg(r.Time), r.RequestID, r.Principal, r.ClientAddr, r.Action,
+					r.Resource, r.Outcome, string(r.Detail), r.PrevHash, r.Hash)
+			}
+			if _, err := c.exec(ctx, auditInsert(len(chunk)), args...); err != nil {
+				return err
+			}
+		}
+		if !sealed {
 			return nil
 		}
 		_, err = c.exec(ctx, "UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1", seq, hash)
 		return err
 	})
+}
+
+// auditInsertRows bounds the records of one INSERT statement (11
+// parameters each, well under SQLite's and PostgreSQL's limits).
+const auditInsertRows = 64
+
+// auditInsert returns an INSERT of n audit records.
+func auditInsert(n int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO audit_events (" + auditColumns + ") VALUES ")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	}
+	return b.String()
 }
 
 // AuditRecords returns up to limit records with Seq > after, in Seq order.
