@@ -21,10 +21,15 @@ import (
 	"time"
 )
 
-// Outcomes of an audited action.
+// Outcomes of an audited action: success; failure (the caller's mistake,
+// e.g. a missing table); denied (a missing privilege or scope);
+// unauthenticated (no valid credentials); error (the server's fault).
 const (
-	OutcomeSuccess = "success"
-	OutcomeFailure = "failure"
+	OutcomeSuccess         = "success"
+	OutcomeFailure         = "failure"
+	OutcomeDenied          = "denied"
+	OutcomeUnauthenticated = "unauthenticated"
+	OutcomeError           = "error"
 )
 
 // Event is what a caller records.

@@ -273,11 +273,11 @@ func (h *Handler) audit(r *http.Request, rt route, rec *statusRecorder, start ti
 	}
 	switch {
 	case status == http.StatusUnauthorized:
-		e.Outcome = "unauthenticated"
+		e.Outcome = audit.OutcomeUnauthenticated
 	case status == http.StatusForbidden:
-		e.Outcome = "denied"
+		e.Outcome = audit.OutcomeDenied
 	case status >= 500:
-		e.Outcome = "error"
+		e.Outcome = audit.OutcomeError
 	case status >= 400:
 		e.Outcome = audit.OutcomeFailure
 	}

@@ -96,11 +96,18 @@ func (f *FileIO) DeletePrefix(ctx context.Context, prefix string) error {
 	return toFloe(f.s.deletePrefix(ctx, bucket, key+"/"))
 }
 
-// Exists reports whether an object exists.
+// Exists reports whether an object exists. The catalog asks on every
+// table load, so a regular file is answered by one stat, without opening
+// it; anything else takes the full Head path.
 func (f *FileIO) Exists(ctx context.Context, location string) (bool, error) {
 	bucket, key, err := f.object(location)
 	if err != nil {
 		return false, err
+	}
+	if b, err := f.s.lookup(bucket, key); err == nil {
+		if fi, err := b.root.Stat(filePath(key)); err == nil && fi.Mode().IsRegular() {
+			return true, nil
+		}
 	}
 	_, err = f.s.Head(ctx, bucket, key, GetOptions{})
 	if errors.Is(err, ErrNoSuchKey) {
