@@ -73,4 +73,12 @@ type Store interface {
 	// TokenPrincipal is PrincipalByClientID and TokenRevoked(jti) in one
 	// read: what Verify needs on every request.
 	TokenPrincipal(ctx context.Context, clientID, jti string) (p Principal, revoked bool, err error)
+
+	// SetPrincipalPassword stores the SQL password verifier of the
+	// principal named name (an empty verifier removes it); NotFound if the
+	// principal does not exist.
+	SetPrincipalPassword(ctx context.Context, name, verifier string) error
+	// PrincipalPassword returns a principal and its SQL password verifier;
+	// NotFound if either is missing.
+	PrincipalPassword(ctx context.Context, name string) (Principal, string, error)
 }

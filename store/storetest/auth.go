@@ -136,3 +136,26 @@ func testSigningKeys(t *testing.T, e *env) {
 		t.Errorf("k3 CreatedAt = %v", keys[1].CreatedAt)
 	}
 }
+
+func testPrincipalPasswords(t *testing.T, e *env) {
+	wantErr(t, e.s.SetPrincipalPassword(e.ctx, "ann", "SCRAM-SHA-256$x"), floe.NotFound, "principal", "Principal does not exist: ann")
+	ann := auth.Principal{ID: "id-ann", Name: "ann", ClientID: "c-ann", SecretHash: "h", Scopes: []string{"catalog"}}
+	must(t, e.s.CreatePrincipal(e.ctx, ann))
+	_, _, err := e.s.PrincipalPassword(e.ctx, "ann")
+	wantErr(t, err, floe.NotFound, "password", "Principal ann has no SQL password")
+	_, _, err = e.s.PrincipalPassword(e.ctx, "nobody")
+	wantErr(t, err, floe.NotFound, "password", "")
+
+	for _, v := range []string{"SCRAM-SHA-256$4096:c2FsdA==$a:b", "SCRAM-SHA-256$4096:c2FsdDI=$c:d"} {
+		must(t, e.s.SetPrincipalPassword(e.ctx, "ann", v))
+		p, got, err := e.s.PrincipalPassword(e.ctx, "ann")
+		must(t, err)
+		if got != v || p.ID != "id-ann" || p.Name != "ann" || p.ClientID != "c-ann" || len(p.Scopes) != 1 {
+			t.Errorf("PrincipalPassword = %+v, %q; want ann with %q", p, got, v)
+		}
+	}
+	must(t, e.s.SetPrincipalPassword(e.ctx, "ann", ""))
+	_, _, err = e.s.PrincipalPassword(e.ctx, "ann")
+	wantErr(t, err, floe.NotFound, "password", "")
+	must(t, e.s.SetPrincipalPassword(e.ctx, "ann", "")) // removing twice is fine
+}

@@ -53,6 +53,7 @@ func Run(t *testing.T, open Opener) {
 		{"RenameEntity", testRenameEntity},
 		{"TableLocations", testTableLocations},
 		{"Principals", testPrincipals},
+		{"PrincipalPasswords", testPrincipalPasswords},
 		{"SigningKeys", testSigningKeys},
 		{"DeleteSigningKey", testDeleteSigningKey},
 		{"ClientKeys", testClientKeys},
