@@ -863,3 +863,34 @@ func parseDateTime(s string, loc *time.Location) (t time.Time, ok bool) {
 func validDay(y, mo, d int) bool {
 	return time.Date(y, time.Month(mo), d, 0, 0, 0, 0, time.UTC).Day() == d
 }
+
+// TextEncoder formats Engine result values in PostgreSQL's text format,
+// exactly as a connection sends them, for other front ends of an Engine
+// (the HTTP query API's CSV and NDJSON output). It is not safe for
+// concurrent use.
+type TextEncoder struct {
+	c   *codec
+	loc *time.Location
+}
+
+// NewTextEncoder returns a TextEncoder showing timestamptz values in loc
+// (UTC if nil).
+func NewTextEncoder(loc *time.Location) *TextEncoder {
+	if loc == nil {
+		loc = time.UTC
+	}
+	return &TextEncoder{c: newCodec(), loc: loc}
+}
+
+// Append appends the text form of the non-nil value v of type oid to buf.
+func (e *TextEncoder) Append(buf []byte, oid uint32, v any) ([]byte, error) {
+	return e.c.appendText(buf, oid, v, e.loc)
+}
+
+// IntValue converts a result value of an integer column (any Go integer
+// type, see Encoding) to int64; ok is false for other values.
+func IntValue(v any) (n int64, ok bool) { return toInt64(v) }
+
+// FloatValue converts a result value of a floating-point column (float32,
+// float64 or an integer, see Encoding) to float64.
+func FloatValue(v any) (f float64, ok bool) { return floatValue(v) }
