@@ -88,9 +88,11 @@ type DataFilter struct {
 	ExcludeColumns []string `json:"exclude_columns,omitempty"`
 }
 
-// IsZero reports whether f restricts nothing.
+// IsZero reports whether f restricts nothing. A non-nil empty inclusion
+// list (computed when a filter's columns and a column tag leave nothing in
+// common) restricts everything, so it is never zero.
 func (f *DataFilter) IsZero() bool {
-	return f == nil || strings.TrimSpace(f.RowFilter) == "" && len(f.IncludeColumns) == 0 && len(f.ExcludeColumns) == 0
+	return f == nil || strings.TrimSpace(f.RowFilter) == "" && f.IncludeColumns == nil && len(f.ExcludeColumns) == 0
 }
 
 // Validate checks the filter's lengths and characters. The row filter is not
@@ -145,6 +147,9 @@ func (f *DataFilter) normalized() *DataFilter {
 	}
 	if len(n.ExcludeColumns) == 0 {
 		n.ExcludeColumns = nil
+	}
+	if n.IsZero() { // e.g. {"include_columns": []}: given, but restricting nothing
+		return nil
 	}
 	return n
 }

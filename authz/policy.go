@@ -372,7 +372,12 @@ func (p *Policy) ReadFilters(sub Subject, s Securable) ([]DataFilter, error) {
 	c := p.newCheck(s)
 	var filters []DataFilter
 	full := false
+	emptied := false
 	add := func(f *DataFilter) {
+		if f != nil && f.IncludeColumns != nil && len(f.IncludeColumns) == 0 {
+			emptied = true // no column left to read: this grant gives nothing
+			return
+		}
 		if f.IsZero() {
 			full = true
 			return
@@ -408,6 +413,9 @@ func (p *Policy) ReadFilters(sub Subject, s Securable) ([]DataFilter, error) {
 	})
 	if full {
 		return nil, nil
+	}
+	if len(filters) == 0 && emptied {
+		return nil, floe.E(floe.Forbidden, "privilege", "%s may read no column of %s: the column filters of its SELECT grants leave none", sub, s)
 	}
 	if len(filters) == 0 {
 		return nil, denial(sub, Select, s, p.Effective(sub, s))

@@ -67,6 +67,9 @@ func fixture(t testing.TB, extra ...Tag) *Policy {
 			grant(t, Grant{Grantee: Principal("nsdescr"), Privilege: Describe, On: Warehouse(wh), TagExpr: "domain = sales"}),
 			grant(t, Grant{Grantee: Principal("colsel"), Privilege: Select, On: Warehouse(wh), TagExpr: "sensitivity = high"}),
 			grant(t, Grant{Grantee: Principal("other-wh"), Privilege: Select, On: Warehouse("wh2"), TagExpr: "domain = sales"}),
+			// A column-tag grant whose filter keeps none of the matching columns.
+			grant(t, Grant{Grantee: Principal("colnarrow"), Privilege: Select, On: Warehouse(wh), TagExpr: "sensitivity = high",
+				Filter: &DataFilter{IncludeColumns: []string{"amount"}}}),
 			grant(t, Grant{Grantee: Principal("filtered"), Privilege: Select, On: tbl("crm.accounts"),
 				Filter: &DataFilter{RowFilter: " region = 'EU' ", ExcludeColumns: []string{"ssn"}}}),
 			grant(t, Grant{Grantee: Principal("both"), Privilege: Select, On: tbl("crm.accounts"),
@@ -214,6 +217,10 @@ func TestReadFilters(t *testing.T) {
 		{sub("tagger"), tbl("sales.q1.orders"), []DataFilter{{ExcludeColumns: []string{"email"}}}, ""},
 		{sub("colsel"), tbl("sales.q1.orders"), []DataFilter{{IncludeColumns: []string{"email"}}}, ""},
 		{sub("colsel"), tbl("sales.q1.pii"), nil, ""},
+		// The tag matches only column email, the filter keeps only amount:
+		// nothing is readable, which must never turn into full access.
+		{sub("colnarrow"), tbl("sales.q1.orders"), nil, `principal "colnarrow" may read no column of table "sales.q1.orders": the column filters of its SELECT grants leave none`},
+		{sub("colnarrow"), tbl("sales.q1.pii"), []DataFilter{{IncludeColumns: []string{"amount"}}}, ""},
 		{sub("bi"), tbl("crm.accounts"), nil, `principal "bi" lacks SELECT on table "crm.accounts" (it has DESCRIBE)`},
 	}
 	for _, tt := range tests {
@@ -274,7 +281,7 @@ func TestEffectiveAndTags(t *testing.T) {
 	if got := p.Members("analysts"); !slices.Equal(got, []string{"alice"}) {
 		t.Errorf("Members = %v", got)
 	}
-	if p.Version() != 7 || p.GrantCount() != 15 || p.TagCount() != 7 {
+	if p.Version() != 7 || p.GrantCount() != 16 || p.TagCount() != 7 {
 		t.Errorf("policy = %s", p)
 	}
 }
