@@ -1,0 +1,758 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/duckdb/duckdb-go/v2"
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/audit"
+	"github.com/floe-lake/floe/authz"
+	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/sqlgw/pgwire"
+)
+
+// Tables opens Floe tables as iceberg-go tables (*lake.Lake).
+type Tables interface {
+	LoadTable(ctx context.Context, wh string, id catalog.Ident) (*table.Table, error)
+}
+
+// Lister lists namespaces and tables (*catalog.Catalog); the engine uses
+// it to answer catalog queries (psql's \dt, information_schema).
+type Lister interface {
+	ListNamespaces(ctx context.Context, wh string, parent catalog.Namespace, after string, limit int) ([]catalog.Namespace, error)
+	List(ctx context.Context, wh string, ns catalog.Namespace, kind catalog.Kind, after string, limit int) ([]string, error)
+}
+
+// Policies returns the current authorization policy (*authz.Authorizer).
+type Policies interface {
+	Policy(ctx context.Context) (*authz.Policy, error)
+}
+
+// Caller is what the engine needs to know about a session's principal; the
+// Authenticator puts it in pgwire.Identity.Payload.
+type Caller struct {
+	// Subject is the principal, judged by the authorization policy.
+	Subject authz.Subject
+	// Unrestricted callers read everything (authentication or
+	// authorization is off).
+	Unrestricted bool
+}
+
+// Defaults of Options.
+const (
+	DefaultCacheBytes  = 1 << 30
+	DefaultMemoryLimit = "2GB"
+	defaultPlanEntries = 4096
+)
+
+// Options configures an Engine.
+type Options struct {
+	// Warehouse is the warehouse of two-part table names (required).
+	Warehouse string
+	// Tables loads tables (required).
+	Tables Tables
+	// Catalog lists namespaces and tables (required).
+	Catalog Lister
+	// Policies is the authorization policy; nil makes every caller
+	// unrestricted.
+	Policies Policies
+	// Objects reads data files (required).
+	Objects ObjectSource
+	// CacheBytes bounds the in-memory copies of encrypted or remote data
+	// files (default DefaultCacheBytes).
+	CacheBytes int64
+	// MemoryLimit is DuckDB's memory_limit for each session (default
+	// DefaultMemoryLimit).
+	MemoryLimit string
+	// Threads is DuckDB's thread count for each session (0: DuckDB's
+	// default, the number of cores).
+	Threads int
+	// Audit receives one event per query; nil drops them.
+	Audit func(context.Context, audit.Event)
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Engine runs the SQL endpoint's queries with DuckDB: each session has its
+// own in-memory DuckDB database, locked down (no file access outside the
+// planned data files, no extensions, no configuration changes), and each
+// Floe table a query names becomes a subquery over the table's data files
+// at the chosen snapshot, with deletes applied and the caller's data
+// filters enforced. It implements pgwire.Engine and pgwire.SessionHooks.
+type Engine struct {
+	opts     Options
+	log      *slog.Logger
+	files    *fileCache
+	plans    *lru.Cache[planKey, []table.FileScanTask]
+	filterOK sync.Map // row filter text -> bool
+	queries  atomic.Uint64
+}
+
+var (
+	_ pgwire.Engine       = (*Engine)(nil)
+	_ pgwire.SessionHooks = (*Engine)(nil)
+)
+
+// New returns an engine with opts.
+func New(opts Options) (*Engine, error) {
+	if opts.Tables == nil || opts.Catalog == nil || opts.Objects == nil || opts.Warehouse == "" {
+		return nil, errors.New("engine: Warehouse, Tables, Catalog and Objects are required")
+	}
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = DefaultCacheBytes
+	}
+	if opts.MemoryLimit == "" {
+		opts.MemoryLimit = DefaultMemoryLimit
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	plans, err := lru.New[planKey, []table.FileScanTask](defaultPlanEntries)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{opts: opts, log: opts.Logger, files: newFileCache(opts.Objects, opts.CacheBytes), plans: plans}, nil
+}
+
+// Close releases the file cache. Sessions must have ended.
+func (e *Engine) Close() error {
+	e.files.close()
+	return nil
+}
+
+// CacheStats reports the bytes and number of data files held in memory.
+func (e *Engine) CacheStats() (bytes int64, files int) { return e.files.stats() }
+
+// session is the engine's state of one pgwire session.
+type session struct {
+	e            *Engine
+	pg           *pgwire.Session
+	sub          authz.Subject
+	unrestricted bool
+	db           *duckdb.Connector
+	conn         *duckdb.Conn
+	catalogSig   string // what the catalog stand-ins were built from
+}
+
+// StartSession opens the session's DuckDB database.
+func (e *Engine) StartSession(ctx context.Context, s *pgwire.Session) error {
+	c, ok := s.Identity.Payload.(Caller)
+	if !ok {
+		return &pgwire.Error{Code: pgwire.CodeInvalidAuthorization, Message: "the session has no Floe principal"}
+	}
+	if e.opts.Policies == nil {
+		c.Unrestricted = true
+	}
+	db, err := duckdb.NewConnector("", nil)
+	if err != nil {
+		return fmt.Errorf("open duckdb: %w", err)
+	}
+	dc, err := db.Connect(ctx)
+	if err != nil {
+		db.Close()
+		return fmt.Errorf("connect duckdb: %w", err)
+	}
+	ss := &session{e: e, pg: s, sub: c.Subject, unrestricted: c.Unrestricted, db: db, conn: dc.(*duckdb.Conn)}
+	if err := ss.configure(ctx); err != nil {
+		ss.close()
+		return err
+	}
+	s.State = ss
+	return nil
+}
+
+// EndSession closes the session's DuckDB database.
+func (e *Engine) EndSession(s *pgwire.Session) {
+	if ss, ok := s.State.(*session); ok {
+		ss.close()
+	}
+}
+
+func (ss *session) close() {
+	_ = ss.conn.Close()
+	_ = ss.db.Close()
+}
+
+// configure locks the session's database down: no extension loading, no
+// file access except the warehouse directories and the in-memory copies,
+// no file caches keyed by path, no spilling of plaintext to disk, UTC, and
+// then no further configuration changes.
+func (ss *session) configure(ctx context.Context) error {
+	o := ss.e.opts
+	dirs := append([]string{fdDir}, o.Objects.Dirs()...)
+	for i, d := range dirs {
+		if !strings.HasSuffix(d, "/") {
+			dirs[i] = d + "/"
+		}
+	}
+	stmts := []string{
+		"SET autoinstall_known_extensions = false",
+		"SET autoload_known_extensions = false",
+		"SET enable_external_file_cache = false",
+		"SET parquet_metadata_cache = false",
+		"SET temp_directory = ''",
+		"SET TimeZone = 'UTC'",
+		"SET memory_limit = " + sqlString(o.MemoryLimit),
+		"SET allowed_directories = " + sqlList(dirs),
+		"SET enable_external_access = false",
+		"SET allow_community_extensions = false",
+		"SET lock_configuration = true",
+	}
+	if o.Threads > 0 {
+		stmts = append(stmts[:len(stmts)-1], fmt.Sprintf("SET threads = %d", o.Threads), stmts[len(stmts)-1])
+	}
+	for _, name := range slices.Sorted(maps.Keys(pgMacros)) {
+		stmts = append(stmts, "CREATE MACRO "+name+pgMacros[name])
+	}
+	for _, q := range stmts {
+		if _, err := ss.conn.ExecContext(ctx, q, nil); err != nil {
+			return fmt.Errorf("configure duckdb (%s): %w", q, err)
+		}
+	}
+	return nil
+}
+
+// serialize parses one SQL text with DuckDB into syntax trees.
+func (ss *session) serialize(ctx context.Context, sql string) ([]node, error) {
+	js, err := ss.scalar(ctx, "SELECT CAST(json_serialize_sql($1::VARCHAR) AS VARCHAR)", sql)
+	if err != nil {
+		return nil, err
+	}
+	var out serialized
+	if err := json.Unmarshal([]byte(js), &out); err != nil {
+		return nil, fmt.Errorf("json_serialize_sql: %w", err)
+	}
+	if out.Error {
+		return nil, &parseError{typ: out.ErrorType, msg: out.ErrorMessage, pos: out.Position}
+	}
+	stmts := make([]node, len(out.Statements))
+	for i, raw := range out.Statements {
+		if err := unmarshalTree(raw, &stmts[i]); err != nil {
+			return nil, fmt.Errorf("json_serialize_sql: %w", err)
+		}
+	}
+	return stmts, nil
+}
+
+// parseError is a statement json_serialize_sql did not take.
+type parseError struct{ typ, msg, pos string }
+
+func (p *parseError) Error() string { return p.typ + ": " + p.msg }
+
+// deserialize renders a syntax tree back to SQL.
+func (ss *session) deserialize(ctx context.Context, stmt node) (string, error) {
+	js, err := json.Marshal(map[string]any{"error": false, "statements": []any{stmt}})
+	if err != nil {
+		return "", err
+	}
+	return ss.scalar(ctx, "SELECT json_deserialize_sql($1::JSON)", string(js))
+}
+
+// epochMillis converts a timestamp literal to Unix milliseconds (UTC
+// unless it names a zone).
+func (ss *session) epochMillis(ctx context.Context, ts string) (int64, error) {
+	v, err := ss.scalar(ctx, "SELECT CAST(epoch_ms(CAST($1::VARCHAR AS TIMESTAMPTZ)) AS VARCHAR)", ts)
+	if err != nil {
+		return 0, &pgwire.Error{Code: pgwire.CodeInvalidDatetimeFormat, Message: fmt.Sprintf("invalid timestamp %q in AT (TIMESTAMP => ...)", ts)}
+	}
+	var ms int64
+	if _, err := fmt.Sscan(v, &ms); err != nil {
+		return 0, err
+	}
+	return ms, nil
+}
+
+// scalar runs a one-value query with one string argument.
+func (ss *session) scalar(ctx context.Context, q, arg string) (string, error) {
+	rows, err := ss.conn.QueryContext(ctx, q, []driver.NamedValue{{Ordinal: 1, Value: arg}})
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	dst := make([]driver.Value, 1)
+	if err := rows.Next(dst); err != nil {
+		return "", err
+	}
+	s, _ := dst[0].(string)
+	return s, nil
+}
+
+// Prepare parses, checks and plans one statement.
+func (e *Engine) Prepare(ctx context.Context, s *pgwire.Session, sql string, paramOIDs []uint32) (pgwire.Statement, error) {
+	ss, ok := s.State.(*session)
+	if !ok {
+		return nil, errNoSession
+	}
+	if u, ok := parseUtility(sql); ok {
+		return ss.utility(u)
+	}
+	st, err := ss.prepareSelect(ctx, sql, paramOIDs)
+	if err != nil {
+		ss.auditQuery(ctx, sql, nil, -1, err)
+		return nil, ss.publicError(err, false)
+	}
+	return st, nil
+}
+
+// prepareSelect checks and plans a query.
+func (ss *session) prepareSelect(ctx context.Context, sql string, paramOIDs []uint32) (*selectStmt, error) {
+	stmts, err := ss.serialize(ctx, sql)
+	if err != nil {
+		var pe *parseError
+		if errors.As(err, &pe) {
+			return nil, classifyRefused(sql, pe)
+		}
+		return nil, err
+	}
+	if len(stmts) != 1 {
+		return nil, &pgwire.Error{Code: pgwire.CodeSyntaxError, Message: "send one statement at a time"}
+	}
+	raw, err := json.Marshal(stmts[0])
+	if err != nil {
+		return nil, err
+	}
+	st := &selectStmt{ss: ss, text: sql, tree: raw, paramOIDs: paramOIDs}
+	if err := st.plan(ctx); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// classifyRefused explains why a statement that is not a query does not run.
+func classifyRefused(sql string, pe *parseError) error {
+	if pe.typ == "parser" || !strings.Contains(pe.msg, "Only SELECT") {
+		msg := pe.msg
+		if i := strings.Index(msg, "\nLINE "); i >= 0 {
+			msg = msg[:i]
+		}
+		return &pgwire.Error{Code: pgwire.CodeSyntaxError, Message: strings.TrimSpace(msg)}
+	}
+	kw := strings.ToUpper(firstWord(sql))
+	switch kw {
+	case "INSERT", "UPDATE", "DELETE", "MERGE", "TRUNCATE":
+		return unsupported("%s is not supported yet: the SQL endpoint is read-only", kw)
+	case "EXPLAIN":
+		return unsupported("EXPLAIN is not supported")
+	}
+	return refused("%s statements are not allowed through the SQL endpoint; only queries (SELECT) are", kw)
+}
+
+// selectStmt is a prepared query.
+type selectStmt struct {
+	ss        *session
+	text      string // the client's SQL
+	tree      []byte // its checked syntax tree, before rewriting
+	paramOIDs []uint32
+
+	stmt     *duckdb.Stmt
+	sig      string // the views it was prepared with
+	tables   []string
+	filtered bool
+	pins     *pinSet
+	params   []uint32
+	cols     []pgwire.Column
+	convs    []func(any) any
+}
+
+// plan resolves the statement's tables and prepares the rewritten query
+// with DuckDB, unless the views are the same as last time.
+func (st *selectStmt) plan(ctx context.Context) error {
+	ss := st.ss
+	var stmt node
+	if err := unmarshalTree(st.tree, &stmt); err != nil {
+		return err
+	}
+	a, err := analyze(stmt)
+	if err != nil {
+		return err
+	}
+	if a.system {
+		if err := ss.syncCatalog(ctx); err != nil {
+			return err
+		}
+	}
+	pins := &pinSet{c: ss.e.files}
+	var (
+		sig      strings.Builder
+		tables   []string
+		filtered bool
+	)
+	views := make([]*resolved, len(a.refs))
+	for i, ref := range a.refs {
+		r, err := ss.e.resolve(ctx, ss, ref, pins)
+		if err != nil {
+			pins.release()
+			return err
+		}
+		views[i] = r
+		sig.WriteString(r.sql)
+		sig.WriteByte(0)
+		tables = append(tables, r.name())
+		filtered = filtered || r.filtered
+	}
+	if st.stmt != nil && sig.String() == st.sig {
+		pins.release()
+		return nil
+	}
+	for i, ref := range a.refs {
+		if err := ss.replace(ctx, ref, views[i].sql); err != nil {
+			pins.release()
+			return err
+		}
+	}
+	for _, ref := range a.patched {
+		if err := ss.replace(ctx, ref, systemPatches[ref.path[1]]); err != nil {
+			pins.release()
+			return err
+		}
+	}
+	query, err := ss.deserialize(ctx, stmt)
+	if err != nil {
+		pins.release()
+		return err
+	}
+	ds, err := ss.conn.PrepareContext(ctx, query)
+	if err != nil {
+		pins.release()
+		return err
+	}
+	stmtD := ds.(*duckdb.Stmt)
+	params, cols, convs, err := describe(stmtD, st.paramOIDs)
+	if err != nil {
+		_ = stmtD.Close()
+		pins.release()
+		return err
+	}
+	st.closeDuck()
+	st.stmt, st.sig, st.tables, st.filtered, st.pins = stmtD, sig.String(), tables, filtered, pins
+	st.params, st.cols, st.convs = params, cols, convs
+	return nil
+}
+
+// replace turns a table reference node into a subquery over its view.
+func (ss *session) replace(ctx context.Context, ref *tableRef, view string) error {
+	stmts, err := ss.serialize(ctx, view)
+	if err != nil || len(stmts) != 1 {
+		return fmt.Errorf("engine: the view of %s does not parse: %w", strings.Join(ref.path, "."), err)
+	}
+	n := ref.n
+	alias, _ := n["alias"].(string)
+	if alias == "" {
+		alias = ref.path[len(ref.path)-1]
+	}
+	sub := node{
+		"type":                  "SUBQUERY",
+		"alias":                 alias,
+		"sample":                n["sample"],
+		"query_location":        n["query_location"],
+		"query_location_length": n["query_location_length"],
+		"subquery":              stmts[0],
+		"column_name_alias":     n["column_name_alias"],
+	}
+	if sub["column_name_alias"] == nil {
+		sub["column_name_alias"] = []any{}
+	}
+	clear(n)
+	for k, v := range sub {
+		n[k] = v
+	}
+	return nil
+}
+
+// describe reads the parameter and result types of a prepared statement.
+func describe(st *duckdb.Stmt, declared []uint32) ([]uint32, []pgwire.Column, []func(any) any, error) {
+	n := st.NumInput()
+	params := make([]uint32, n)
+	for i := range n {
+		if i < len(declared) && declared[i] != 0 {
+			params[i] = declared[i]
+			continue
+		}
+		t, err := st.ParamType(i + 1)
+		if err == nil {
+			params[i] = paramOID(t)
+		}
+	}
+	nc, err := st.ColumnCount()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cols := make([]pgwire.Column, nc)
+	convs := make([]func(any) any, nc)
+	for i := range nc {
+		name, err := st.ColumnName(i)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		t, err := st.ColumnType(i)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		oid, conv := pgType(t)
+		cols[i] = pgwire.Column{Name: name, TypeOID: oid}
+		convs[i] = conv
+	}
+	return params, cols, convs, nil
+}
+
+func (st *selectStmt) closeDuck() {
+	if st.stmt != nil {
+		_ = st.stmt.Close()
+		st.stmt = nil
+	}
+	st.pins.release()
+	st.pins = nil
+}
+
+// Params implements pgwire.Statement.
+func (st *selectStmt) Params() []uint32 { return st.params }
+
+// Columns implements pgwire.Statement.
+func (st *selectStmt) Columns() []pgwire.Column { return st.cols }
+
+// Close implements pgwire.Statement.
+func (st *selectStmt) Close() error {
+	st.closeDuck()
+	return nil
+}
+
+// Execute implements pgwire.Statement. A statement prepared earlier is
+// checked and planned again: the caller's privileges and the tables'
+// snapshots may have changed since.
+func (st *selectStmt) Execute(ctx context.Context, args []any) (pgwire.Result, error) {
+	ss := st.ss
+	if ss.pg.TxStatus() == pgwire.TxFailed {
+		return nil, errTxFailed
+	}
+	// Planned again every time: privileges and snapshots may have changed
+	// since Prepare. DuckDB prepares again only when a view changed.
+	if err := st.plan(ctx); err != nil {
+		ss.auditQuery(ctx, st.text, st.tables, -1, err)
+		return nil, ss.publicError(err, false)
+	}
+	if len(st.cols) != len(st.convs) {
+		return nil, errors.New("engine: statement changed shape")
+	}
+	nargs := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		nargs[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	rows, err := st.stmt.QueryContext(ctx, nargs)
+	if err != nil {
+		ss.auditQuery(ctx, st.text, st.tables, -1, err)
+		return nil, ss.publicError(err, st.filtered)
+	}
+	return &result{st: st, ctx: ctx, rows: rows, buf: make([]driver.Value, len(st.cols)), out: make([]any, len(st.cols))}, nil
+}
+
+// result streams the rows of one execution.
+type result struct {
+	st     *selectStmt
+	ctx    context.Context
+	rows   driver.Rows
+	buf    []driver.Value
+	out    []any
+	n      int64
+	err    error
+	closed bool
+}
+
+// Next implements pgwire.Result.
+func (r *result) Next() ([]any, error) {
+	if err := r.rows.Next(r.buf); err != nil {
+		if err == io.EOF {
+			return nil, io.EOF
+		}
+		r.err = err
+		return nil, r.st.ss.publicError(err, r.st.filtered)
+	}
+	for i, v := range r.buf {
+		r.out[i] = r.st.convs[i](v)
+	}
+	r.n++
+	return r.out, nil
+}
+
+// Tag implements pgwire.Result.
+func (r *result) Tag() string { return "SELECT" }
+
+// Close implements pgwire.Result; it records the query's audit event.
+func (r *result) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	err := r.rows.Close()
+	r.st.ss.auditQuery(r.ctx, r.st.text, r.st.tables, r.n, r.err)
+	return err
+}
+
+var errTxFailed = &pgwire.Error{Code: pgwire.CodeInFailedTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
+
+// auditQuery records one query: who, the SQL text, the tables it read,
+// how many rows it returned (-1: none, it failed) and the outcome.
+func (ss *session) auditQuery(ctx context.Context, sql string, tables []string, rows int64, err error) {
+	e := ss.e
+	if e.opts.Audit == nil {
+		return
+	}
+	detail := map[string]any{"sql": sql, "tables": tables, "session": ss.pg.ID}
+	if tables == nil {
+		detail["tables"] = []string{}
+	}
+	outcome := audit.OutcomeSuccess
+	if err != nil {
+		outcome = audit.OutcomeFailure
+		pe := ss.publicError(err, false)
+		var perr *pgwire.Error
+		if errors.As(pe, &perr) {
+			detail["error"] = perr.Code + " " + perr.Message
+		} else {
+			detail["error"] = floe.PublicMessage(pe)
+		}
+	} else {
+		detail["rows"] = rows
+	}
+	addr := ""
+	if ss.pg.RemoteAddr != nil {
+		addr = ss.pg.RemoteAddr.String()
+	}
+	e.opts.Audit(context.WithoutCancel(ctx), audit.Event{
+		RequestID:  fmt.Sprintf("sql-%d-%d", ss.pg.ID, e.queries.Add(1)),
+		Principal:  ss.pg.Identity.Principal,
+		ClientAddr: addr,
+		Action:     "sql.query",
+		Resource:   "sql",
+		Outcome:    outcome,
+		Detail:     detail,
+	})
+}
+
+// publicError turns an error into what the client sees. DuckDB's messages
+// lose the statement text they quote (it is the rewritten query, with file
+// paths and filters); with filtered tables, errors raised while running
+// are replaced by a generic message, since they may quote values of rows
+// or columns the caller may not see.
+func (ss *session) publicError(err error, filtered bool) error {
+	var pe *pgwire.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	var fe *floe.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &pgwire.Error{Code: pgwire.CodeQueryCanceled, Message: "canceling statement due to user request", Err: err}
+	}
+	var de *duckdb.Error
+	if !errors.As(err, &de) {
+		ss.e.log.Error("sql: query failed", "session", ss.pg.ID, "err", err)
+		return &pgwire.Error{Code: pgwire.CodeInternalError, Message: "internal error", Err: err}
+	}
+	msg := de.Msg
+	if i := strings.Index(msg, "\n\nLINE "); i >= 0 {
+		msg = msg[:i]
+	} else if i := strings.Index(msg, "\nLINE "); i >= 0 {
+		msg = msg[:i]
+	}
+	msg = strings.TrimSpace(msg)
+	code := pgwire.CodeInternalError
+	switch de.Type {
+	case duckdb.ErrorTypeParser, duckdb.ErrorTypeSyntax:
+		code = pgwire.CodeSyntaxError
+	case duckdb.ErrorTypeBinder, duckdb.ErrorTypeCatalog:
+		code = "42703"
+		if strings.Contains(msg, "Table with name") {
+			code = pgwire.CodeUndefinedTable
+		}
+	case duckdb.ErrorTypeParameterNotResolved, duckdb.ErrorTypeParameterNotAllowed:
+		code = "42P18"
+	case duckdb.ErrorTypeMismatchType, duckdb.ErrorTypeInvalidType:
+		code = "42804"
+	case duckdb.ErrorTypeConversion:
+		code = pgwire.CodeInvalidTextRepresentation
+	case duckdb.ErrorTypeOutOfRange:
+		code = pgwire.CodeNumericValueOutOfRange
+	case duckdb.ErrorTypeDivideByZero:
+		code = "22012"
+	case duckdb.ErrorTypeInvalidInput:
+		code = pgwire.CodeInvalidParameterValue
+	case duckdb.ErrorTypeInterrupt:
+		return &pgwire.Error{Code: pgwire.CodeQueryCanceled, Message: "canceling statement due to user request", Err: err}
+	case duckdb.ErrorTypeOutOfMemory:
+		code = "53200"
+	case duckdb.ErrorTypePermission:
+		code = pgwire.CodeInsufficientPrivilege
+		msg = "the query tried to access a file"
+	case duckdb.ErrorTypeNotImplemented:
+		code = pgwire.CodeFeatureNotSupported
+	default:
+		ss.e.log.Error("sql: query failed", "session", ss.pg.ID, "err", err)
+		return &pgwire.Error{Code: pgwire.CodeInternalError, Message: "internal error", Err: err}
+	}
+	switch code {
+	case pgwire.CodeSyntaxError, "42703", pgwire.CodeUndefinedTable, "42P18", "42804", pgwire.CodeFeatureNotSupported:
+		// Planning errors: about the statement, not the data.
+	default:
+		if filtered {
+			msg = "the query failed while reading a table with a data filter (details withheld)"
+		}
+	}
+	return &pgwire.Error{Code: code, Message: msg, Err: err}
+}
+
+// firstWord returns the first keyword of a statement, skipping comments.
+func firstWord(sql string) string {
+	s := skipSpace(sql)
+	end := 0
+	for end < len(s) && (s[end] == '_' || s[end] >= 'a' && s[end] <= 'z' || s[end] >= 'A' && s[end] <= 'Z') {
+		end++
+	}
+	return s[:end]
+}
+
+// skipSpace drops leading white space and comments.
+func skipSpace(s string) string {
+	for {
+		t := strings.TrimLeft(s, " \t\r\n\f")
+		switch {
+		case strings.HasPrefix(t, "--"):
+			if i := strings.IndexByte(t, '\n'); i >= 0 {
+				s = t[i+1:]
+				continue
+			}
+			return ""
+		case strings.HasPrefix(t, "/*"):
+			if i := strings.Index(t, "*/"); i >= 0 {
+				s = t[i+2:]
+				continue
+			}
+			return ""
+		}
+		return t
+	}
+}
+
+// unmarshalTree decodes a syntax tree keeping numbers exact (DuckDB's
+// locations are unsigned 64-bit).
+func unmarshalTree(b []byte, v *node) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	return d.Decode(v)
+}

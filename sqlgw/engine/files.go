@@ -1,0 +1,284 @@
+package engine
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	icebergio "github.com/apache/iceberg-go/io"
+	"golang.org/x/sys/unix"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/objstore"
+	"github.com/floe-lake/floe/objstore/bucket"
+)
+
+// ObjectSource opens the objects of a warehouse for the engine. The engine
+// reads a plaintext object of the embedded store in place (LocalPath), and
+// copies every other object (encrypted at rest, or on external S3) into
+// memory through Open.
+type ObjectSource interface {
+	// LocalPath returns the file that holds the plaintext of location, or
+	// ok false when the object is not a plain local file.
+	LocalPath(ctx context.Context, location string) (path string, ok bool, err error)
+	// Open returns the plaintext of location and its size.
+	Open(ctx context.Context, location string) (io.ReadCloser, int64, error)
+	// Dirs lists the directories LocalPath returns files under; DuckDB may
+	// read only there (and from the in-memory copies).
+	Dirs() []string
+}
+
+// BucketSource is the ObjectSource of Floe's embedded object store.
+type BucketSource struct {
+	Store *bucket.Store
+}
+
+// LocalPath returns the object's file when it is stored unencrypted.
+func (b BucketSource) LocalPath(ctx context.Context, location string) (string, bool, error) {
+	bk, key, err := objstore.ParseLocation(location)
+	if err != nil {
+		return "", false, fmt.Errorf("data file location %q: %w", location, err)
+	}
+	root := b.Store.Root(bk)
+	if root == "" {
+		return "", false, floe.E(floe.NotFound, "object", "data file %q is not in a bucket of this server", location)
+	}
+	info, err := b.Store.Head(ctx, bk, key, bucket.GetOptions{})
+	if err != nil {
+		return "", false, fmt.Errorf("data file %q: %w", location, err)
+	}
+	if info.Encrypted {
+		return "", false, nil
+	}
+	if err := bucket.ValidateKey(key); err != nil {
+		return "", false, err
+	}
+	return filepath.Join(root, filepath.FromSlash(key)), true, nil
+}
+
+// Open returns the decrypted object.
+func (b BucketSource) Open(ctx context.Context, location string) (io.ReadCloser, int64, error) {
+	bk, key, err := objstore.ParseLocation(location)
+	if err != nil {
+		return nil, 0, fmt.Errorf("data file location %q: %w", location, err)
+	}
+	obj, err := b.Store.Get(ctx, bk, key, bucket.GetOptions{})
+	if err != nil {
+		return nil, 0, fmt.Errorf("data file %q: %w", location, err)
+	}
+	return obj.Body, obj.Info.Size, nil
+}
+
+// Dirs lists the bucket roots.
+func (b BucketSource) Dirs() []string {
+	var out []string
+	for _, name := range b.Store.Buckets() {
+		out = append(out, b.Store.Root(name))
+	}
+	return out
+}
+
+// fdDir is where DuckDB reaches in-memory copies (memfd_create(2) files).
+const fdDir = "/proc/self/fd/"
+
+// fileCache keeps in-memory copies of objects (memfd files) by location,
+// least recently used first out, within a byte budget. Data files are
+// immutable, so a copy stays valid. An entry in use by a query is pinned:
+// its descriptor (and so its /proc/self/fd path) is not closed and reused
+// under the query.
+type fileCache struct {
+	src    ObjectSource
+	budget int64
+
+	mu      sync.Mutex
+	size    int64
+	entries map[string]*list.Element // of *cachedFile
+	lru     *list.List               // front: most recently used
+	loading map[string]*loadCall
+}
+
+type cachedFile struct {
+	location string
+	f        *os.File
+	size     int64
+	pins     int
+	dropped  bool // evicted while pinned: close at the last unpin
+}
+
+type loadCall struct {
+	done chan struct{}
+	err  error
+}
+
+func newFileCache(src ObjectSource, budget int64) *fileCache {
+	return &fileCache{src: src, budget: budget, entries: map[string]*list.Element{}, lru: list.New(), loading: map[string]*loadCall{}}
+}
+
+// pinSet is the files one query holds; release unpins them all.
+type pinSet struct {
+	c     *fileCache
+	files []*cachedFile
+}
+
+func (p *pinSet) release() {
+	if p == nil || p.c == nil {
+		return
+	}
+	p.c.mu.Lock()
+	defer p.c.mu.Unlock()
+	for _, cf := range p.files {
+		cf.pins--
+		if cf.pins == 0 && cf.dropped {
+			_ = cf.f.Close()
+		}
+	}
+	p.files = nil
+	p.c.evictLocked()
+}
+
+// path returns a path DuckDB can read location at: the object's own file
+// when it is plaintext on local disk, else an in-memory copy pinned in ps.
+func (c *fileCache) path(ctx context.Context, location string, ps *pinSet) (string, error) {
+	if p, ok, err := c.src.LocalPath(ctx, location); err != nil {
+		return "", err
+	} else if ok {
+		return p, nil
+	}
+	for {
+		c.mu.Lock()
+		if el, ok := c.entries[location]; ok {
+			cf := el.Value.(*cachedFile)
+			c.lru.MoveToFront(el)
+			cf.pins++
+			ps.files = append(ps.files, cf)
+			c.mu.Unlock()
+			return fdDir + strconv.Itoa(int(cf.f.Fd())), nil
+		}
+		if lc, ok := c.loading[location]; ok {
+			c.mu.Unlock()
+			select {
+			case <-lc.done:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+			if lc.err != nil {
+				return "", lc.err
+			}
+			continue
+		}
+		lc := &loadCall{done: make(chan struct{})}
+		c.loading[location] = lc
+		c.mu.Unlock()
+		cf, err := c.load(ctx, location)
+		c.mu.Lock()
+		delete(c.loading, location)
+		lc.err = err
+		close(lc.done)
+		if err != nil {
+			c.mu.Unlock()
+			return "", err
+		}
+		c.entries[location] = c.lru.PushFront(cf)
+		c.size += cf.size
+		cf.pins++
+		ps.files = append(ps.files, cf)
+		c.evictLocked()
+		c.mu.Unlock()
+		return fdDir + strconv.Itoa(int(cf.f.Fd())), nil
+	}
+}
+
+// load copies an object into a new memfd.
+func (c *fileCache) load(ctx context.Context, location string) (*cachedFile, error) {
+	body, size, err := c.src.Open(ctx, location)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	fd, err := unix.MemfdCreate("floe-sql", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "memfd:"+location)
+	n, err := io.Copy(f, body)
+	if err == nil && n != size {
+		err = fmt.Errorf("read %d of %d bytes", n, size)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("copy data file %q: %w", location, err)
+	}
+	return &cachedFile{location: location, f: f, size: n}, nil
+}
+
+// evictLocked drops unpinned entries from the back while over budget.
+func (c *fileCache) evictLocked() {
+	for el := c.lru.Back(); el != nil && c.size > c.budget; {
+		prev := el.Prev()
+		cf := el.Value.(*cachedFile)
+		c.lru.Remove(el)
+		delete(c.entries, cf.location)
+		c.size -= cf.size
+		if cf.pins == 0 {
+			_ = cf.f.Close()
+		} else {
+			cf.dropped = true
+		}
+		el = prev
+	}
+}
+
+// stats reports the cached bytes and entries.
+func (c *fileCache) stats() (int64, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.size, len(c.entries)
+}
+
+// close releases every unpinned copy.
+func (c *fileCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for el := c.lru.Front(); el != nil; el = el.Next() {
+		cf := el.Value.(*cachedFile)
+		if cf.pins == 0 {
+			_ = cf.f.Close()
+		} else {
+			cf.dropped = true
+		}
+	}
+	c.entries = map[string]*list.Element{}
+	c.lru.Init()
+	c.size = 0
+}
+
+// IOSource is the ObjectSource of tables on external storage, read through
+// an iceberg-go FileIO (every file is copied into memory).
+type IOSource struct {
+	FS icebergio.IO
+}
+
+// LocalPath reports that no object is a local file.
+func (IOSource) LocalPath(context.Context, string) (string, bool, error) { return "", false, nil }
+
+// Open opens the object through the FileIO.
+func (s IOSource) Open(_ context.Context, location string) (io.ReadCloser, int64, error) {
+	f, err := s.FS.Open(location)
+	if err != nil {
+		return nil, 0, fmt.Errorf("data file %q: %w", location, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, 0, fmt.Errorf("data file %q: %w", location, err)
+	}
+	return f, st.Size(), nil
+}
+
+// Dirs lists no directories.
+func (IOSource) Dirs() []string { return nil }

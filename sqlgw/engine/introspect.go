@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/authz"
+	"github.com/floe-lake/floe/catalog"
+)
+
+// standIn is an empty table the session's database holds for a Floe table
+// the caller may describe, so that DuckDB's pg_catalog and
+// information_schema views list it with its columns.
+type standIn struct {
+	schema string // namespace levels joined by "."
+	name   string
+	cols   []column
+}
+
+// syncCatalog makes the session's stand-in tables match the tables of the
+// default warehouse the caller may describe (with the columns it may
+// read), rebuilding them when the listing or the policy changed.
+func (ss *session) syncCatalog(ctx context.Context) error {
+	e := ss.e
+	wh := e.opts.Warehouse
+	var pol *authz.Policy
+	if !ss.unrestricted {
+		var err error
+		if pol, err = e.opts.Policies.Policy(ctx); err != nil {
+			return floe.Wrap(floe.Unavailable, err, "authorization policy unavailable")
+		}
+	}
+	nss, err := ss.allNamespaces(ctx, wh, nil)
+	if err != nil {
+		return err
+	}
+	var (
+		tables []standIn
+		sig    strings.Builder
+	)
+	if pol != nil {
+		fmt.Fprintf(&sig, "policy %d\n", pol.Version())
+	}
+	for _, ns := range nss {
+		names, err := e.opts.Catalog.List(ctx, wh, ns, catalog.KindTable, "", 0)
+		if err != nil {
+			if floe.KindOf(err) == floe.NotFound {
+				continue
+			}
+			return err
+		}
+		for _, name := range names {
+			id := catalog.Ident{Namespace: ns, Name: name}
+			var filters []authz.DataFilter
+			if pol != nil {
+				sec := authz.Table(wh, id)
+				if pol.Check(ss.sub, authz.Describe, sec) != nil {
+					continue
+				}
+				filters, _ = pol.ReadFilters(ss.sub, sec)
+			}
+			tbl, err := e.opts.Tables.LoadTable(ctx, wh, id)
+			if err != nil {
+				if floe.KindOf(err) == floe.NotFound {
+					continue
+				}
+				return err
+			}
+			cols, err := columnsOf(tbl.Schema())
+			if err != nil {
+				continue // a type the endpoint cannot read: leave the table out
+			}
+			if filters != nil {
+				cols = slices.DeleteFunc(cols, func(c column) bool { return !anyShows(filters, c.name) })
+			}
+			tables = append(tables, standIn{schema: ns.String(), name: name, cols: cols})
+			fmt.Fprintf(&sig, "%s\x00%s\x00%s\n", ns.Key(), name, tbl.MetadataLocation())
+		}
+	}
+	if sig.String() == ss.catalogSig && ss.catalogSig != "" {
+		return nil
+	}
+	if err := ss.buildStandIns(ctx, tables); err != nil {
+		return err
+	}
+	ss.catalogSig = sig.String()
+	return nil
+}
+
+func anyShows(filters []authz.DataFilter, col string) bool {
+	for _, f := range filters {
+		if f.IncludeColumns != nil {
+			if slices.Contains(f.IncludeColumns, col) {
+				return true
+			}
+		} else if !slices.Contains(f.ExcludeColumns, col) {
+			return true
+		}
+	}
+	return false
+}
+
+// allNamespaces lists the namespaces under parent, depth first.
+func (ss *session) allNamespaces(ctx context.Context, wh string, parent catalog.Namespace) ([]catalog.Namespace, error) {
+	children, err := ss.e.opts.Catalog.ListNamespaces(ctx, wh, parent, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []catalog.Namespace
+	for _, ns := range children {
+		out = append(out, ns)
+		if len(ns) < catalog.MaxNamespaceDepth {
+			sub, err := ss.allNamespaces(ctx, wh, ns)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sub...)
+		}
+	}
+	return out, nil
+}
+
+// buildStandIns replaces the session's schemas with the given tables.
+func (ss *session) buildStandIns(ctx context.Context, tables []standIn) error {
+	rows, err := ss.conn.QueryContext(ctx, "SELECT schema_name FROM information_schema.schemata WHERE catalog_name = current_database() AND schema_name NOT IN ('main', 'pg_catalog', 'information_schema')", nil)
+	if err != nil {
+		return err
+	}
+	var old []string
+	vals := make([]driver.Value, 1)
+	for rows.Next(vals) == nil {
+		if s, ok := vals[0].(string); ok {
+			old = append(old, s)
+		}
+	}
+	_ = rows.Close()
+	var b strings.Builder
+	for _, s := range old {
+		b.WriteString("DROP SCHEMA " + quoteIdent(s) + " CASCADE;\n")
+	}
+	made := map[string]bool{}
+	for _, t := range tables {
+		if !made[t.schema] {
+			made[t.schema] = true
+			b.WriteString("CREATE SCHEMA " + quoteIdent(t.schema) + ";\n")
+		}
+		defs := make([]string, len(t.cols))
+		for i, c := range t.cols {
+			defs[i] = quoteIdent(c.name) + " " + c.typ
+		}
+		fmt.Fprintf(&b, "CREATE TABLE %s.%s (%s);\n", quoteIdent(t.schema), quoteIdent(t.name), strings.Join(defs, ", "))
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if _, err := ss.conn.ExecContext(ctx, b.String(), nil); err != nil {
+		return fmt.Errorf("catalog stand-ins: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,450 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/authz"
+	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/sqlgw/pgwire"
+)
+
+// resolved is a table reference turned into the SQL of its policy view.
+type resolved struct {
+	wh       string
+	id       catalog.Ident
+	snapshot int64 // 0: the table has no snapshot
+	filtered bool  // a data filter applies
+	sql      string
+}
+
+// name renders the table as in audit events: warehouse.namespace.table.
+func (r *resolved) name() string { return r.wh + "." + r.id.String() }
+
+// identOf turns a reference's name parts into a warehouse and identifier:
+// namespace.table in the default warehouse, or warehouse.namespace.table.
+// A quoted namespace part with dots ("a.b".t) names a nested namespace.
+func (e *Engine) identOf(path []string) (string, catalog.Ident) {
+	wh := e.opts.Warehouse
+	if len(path) == 3 {
+		wh, path = path[0], path[1:]
+	}
+	return wh, catalog.Ident{Namespace: catalog.Namespace(strings.Split(path[0], ".")), Name: path[1]}
+}
+
+// resolve checks the caller's access to a referenced table, plans its
+// files at the requested snapshot and returns its view.
+func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *pinSet) (*resolved, error) {
+	wh, id := e.identOf(ref.path)
+	if err := id.Namespace.Validate(); err != nil {
+		return nil, &pgwire.Error{Code: pgwire.CodeUndefinedTable, Message: fmt.Sprintf("relation %q does not exist", strings.Join(ref.path, "."))}
+	}
+	var filters []authz.DataFilter
+	if !ss.unrestricted {
+		pol, err := e.opts.Policies.Policy(ctx)
+		if err != nil {
+			return nil, floe.Wrap(floe.Unavailable, err, "authorization policy unavailable")
+		}
+		if filters, err = pol.ReadFilters(ss.sub, authz.Table(wh, id)); err != nil {
+			return nil, err
+		}
+	}
+	tbl, err := e.opts.Tables.LoadTable(ctx, wh, id)
+	if err != nil {
+		if floe.KindOf(err) == floe.NotFound {
+			return nil, &pgwire.Error{Code: pgwire.CodeUndefinedTable, Message: fmt.Sprintf("relation %q does not exist", strings.Join(ref.path, ".")), Err: err}
+		}
+		return nil, err
+	}
+	r := &resolved{wh: wh, id: id, filtered: filters != nil}
+	snap, err := e.snapshotOf(ctx, ss, tbl, ref.at)
+	if err != nil {
+		return nil, err
+	}
+	var tasks []table.FileScanTask
+	if snap != nil {
+		r.snapshot = snap.SnapshotID
+		if tasks, err = e.planFiles(ctx, tbl, snap.SnapshotID); err != nil {
+			return nil, err
+		}
+	}
+	base, err := e.baseSQL(ctx, tbl.Schema(), tasks, pins)
+	if err != nil {
+		return nil, err
+	}
+	if r.sql, err = e.policySQL(ctx, ss, tbl.Schema(), base, filters); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// snapshotOf returns the snapshot a reference reads: the current one, or
+// the one its AT clause selects.
+func (e *Engine) snapshotOf(ctx context.Context, ss *session, tbl *table.Table, at *atClause) (*table.Snapshot, error) {
+	if at == nil {
+		return tbl.CurrentSnapshot(), nil
+	}
+	if at.timestamp == "" {
+		s := tbl.SnapshotByID(at.version)
+		if s == nil {
+			return nil, &pgwire.Error{Code: pgwire.CodeUndefinedObject, Message: fmt.Sprintf("table %s has no snapshot %d", strings.Join(tbl.Identifier(), "."), at.version)}
+		}
+		return s, nil
+	}
+	ms, err := ss.epochMillis(ctx, at.timestamp)
+	if err != nil {
+		return nil, err
+	}
+	s := tbl.SnapshotAsOf(ms, true)
+	if s == nil {
+		return nil, &pgwire.Error{Code: pgwire.CodeUndefinedObject, Message: fmt.Sprintf("table %s has no snapshot at or before %s", strings.Join(tbl.Identifier(), "."), at.timestamp)}
+	}
+	return s, nil
+}
+
+// planKey identifies the files of one snapshot of one table; snapshots are
+// immutable, so a plan never goes stale.
+type planKey struct {
+	table    string
+	snapshot int64
+}
+
+// planFiles lists the data files of a snapshot with their delete files.
+func (e *Engine) planFiles(ctx context.Context, tbl *table.Table, snapshot int64) ([]table.FileScanTask, error) {
+	key := planKey{table: tbl.Metadata().TableUUID().String(), snapshot: snapshot}
+	if tasks, ok := e.plans.Get(key); ok {
+		return tasks, nil
+	}
+	tasks, err := tbl.Scan(table.WithSnapshotID(snapshot)).PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan files of %s: %w", strings.Join(tbl.Identifier(), "."), err)
+	}
+	e.plans.Add(key, tasks)
+	return tasks, nil
+}
+
+// column is a top-level column of the view.
+type column struct {
+	id   int
+	name string
+	typ  string // DuckDB type
+}
+
+func columnsOf(s *iceberg.Schema) ([]column, error) {
+	var cols []column
+	for _, f := range s.Fields() {
+		t, err := duckType(f.Type)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, column{id: f.ID, name: f.Name, typ: t})
+	}
+	return cols, nil
+}
+
+// schemaMap renders read_parquet's schema parameter: columns by Iceberg
+// field id, so that renamed, reordered and added columns read right.
+func schemaMap(cols []column) string {
+	var b strings.Builder
+	b.WriteString("MAP{")
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d: {name: %s, type: %s, default_value: NULL}", c.id, sqlString(c.name), sqlString(c.typ))
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// baseSQL renders the rows of a snapshot: its data files read by field id,
+// without the rows its position and equality delete files remove.
+func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []table.FileScanTask, pins *pinSet) (string, error) {
+	cols, err := columnsOf(schema)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = "d." + quoteIdent(c.name)
+	}
+	if len(tasks) == 0 {
+		empty := make([]string, len(cols))
+		for i, c := range cols {
+			empty[i] = "CAST(NULL AS " + c.typ + ") AS " + quoteIdent(c.name)
+		}
+		if len(empty) == 0 {
+			return "SELECT WHERE false", nil
+		}
+		return "SELECT " + strings.Join(empty, ", ") + " WHERE false", nil
+	}
+	var (
+		paths    []string
+		pathOf   = map[string]string{} // data file location -> path
+		posDel   []string              // position delete file paths
+		posSeen  = map[string]bool{}
+		hasPos   []string // data file locations with position deletes
+		eqByFile = map[string][]string{}
+		eqFiles  = map[string]iceberg.DataFile{}
+	)
+	for _, t := range tasks {
+		if len(t.DeletionVectorFiles) > 0 {
+			return "", unsupported("the table has deletion vectors, which the SQL endpoint does not read yet")
+		}
+		loc := t.File.FilePath()
+		p, err := e.files.path(ctx, loc, pins)
+		if err != nil {
+			return "", err
+		}
+		paths = append(paths, p)
+		pathOf[loc] = p
+		if len(t.DeleteFiles) > 0 {
+			hasPos = append(hasPos, loc)
+		}
+		for _, d := range t.DeleteFiles {
+			if posSeen[d.FilePath()] {
+				continue
+			}
+			posSeen[d.FilePath()] = true
+			dp, err := e.files.path(ctx, d.FilePath(), pins)
+			if err != nil {
+				return "", err
+			}
+			posDel = append(posDel, dp)
+		}
+		for _, d := range t.EqualityDeleteFiles {
+			eqFiles[d.FilePath()] = d
+			eqByFile[d.FilePath()] = append(eqByFile[d.FilePath()], loc)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	if len(names) == 0 {
+		b.WriteString("NULL AS __floe_none")
+	}
+	b.WriteString(strings.Join(names, ", "))
+	b.WriteString(" FROM read_parquet(")
+	b.WriteString(sqlList(paths))
+	b.WriteString(", schema=")
+	b.WriteString(schemaMap(cols))
+	deletes := len(posDel) > 0 || len(eqFiles) > 0
+	if deletes {
+		b.WriteString(", filename=true, file_row_number=true")
+	}
+	b.WriteString(") AS d")
+	if len(posDel) > 0 {
+		var m []string
+		for _, loc := range hasPos {
+			m = append(m, "("+sqlString(loc)+", "+sqlString(pathOf[loc])+")")
+		}
+		fmt.Fprintf(&b, " ANTI JOIN (SELECT m.path, x.pos FROM read_parquet(%s) AS x JOIN (VALUES %s) AS m(loc, path) ON x.file_path = m.loc) AS pd ON pd.path = d.filename AND pd.pos = d.file_row_number",
+			sqlList(posDel), strings.Join(m, ", "))
+	}
+	eqLocs := make([]string, 0, len(eqFiles))
+	for loc := range eqFiles {
+		eqLocs = append(eqLocs, loc)
+	}
+	slices.Sort(eqLocs)
+	for i, loc := range eqLocs {
+		df := eqFiles[loc]
+		ids := df.EqualityFieldIDs()
+		if len(ids) == 0 {
+			return "", unsupported("equality delete file %s names no columns", loc)
+		}
+		var ecols []column
+		var conds []string
+		alias := "ed" + strconv.Itoa(i)
+		for _, id := range ids {
+			f, ok := schema.FindFieldByID(id)
+			if !ok {
+				return "", unsupported("equality delete file %s uses a column that is no longer in the table", loc)
+			}
+			t, err := duckType(f.Type)
+			if err != nil {
+				return "", err
+			}
+			ecols = append(ecols, column{id: id, name: f.Name, typ: t})
+			conds = append(conds, fmt.Sprintf("%s.%s IS NOT DISTINCT FROM d.%s", alias, quoteIdent(f.Name), quoteIdent(f.Name)))
+		}
+		dp, err := e.files.path(ctx, loc, pins)
+		if err != nil {
+			return "", err
+		}
+		var targets []string
+		for _, dl := range eqByFile[loc] {
+			targets = append(targets, pathOf[dl])
+		}
+		fmt.Fprintf(&b, " ANTI JOIN (SELECT * FROM read_parquet(%s, schema=%s)) AS %s ON d.filename IN (%s) AND %s",
+			sqlList([]string{dp}), schemaMap(ecols), alias, strings.Join(quoteAll(targets), ", "), strings.Join(conds, " AND "))
+	}
+	return b.String(), nil
+}
+
+// policySQL wraps the base rows in the caller's data filters: only rows
+// some filter admits, only columns some filter shows, and a column's value
+// only where a filter that shows it admits the row.
+func (e *Engine) policySQL(ctx context.Context, ss *session, schema *iceberg.Schema, base string, filters []authz.DataFilter) (string, error) {
+	cols, err := columnsOf(schema)
+	if err != nil {
+		return "", err
+	}
+	if filters == nil {
+		return base, nil
+	}
+	preds := make([]string, len(filters)) // "" admits every row
+	for i, f := range filters {
+		rf := strings.TrimSpace(f.RowFilter)
+		if rf == "" {
+			continue
+		}
+		canon, err := e.checkRowFilter(ctx, ss, rf)
+		if err != nil {
+			return "", err
+		}
+		preds[i] = canon
+	}
+	shows := func(f authz.DataFilter, col string) bool {
+		if f.IncludeColumns != nil {
+			return slices.Contains(f.IncludeColumns, col)
+		}
+		return !slices.Contains(f.ExcludeColumns, col)
+	}
+	var proj []string
+	for _, c := range cols {
+		var when []string
+		all := false
+		for i, f := range filters {
+			if !shows(f, c.name) {
+				continue
+			}
+			if preds[i] == "" {
+				all = true
+				break
+			}
+			when = append(when, preds[i])
+		}
+		switch {
+		case all:
+			proj = append(proj, quoteIdent(c.name))
+		case len(when) == len(filters):
+			proj = append(proj, quoteIdent(c.name))
+		case len(when) > 0:
+			proj = append(proj, "CASE WHEN "+strings.Join(when, " OR ")+" THEN "+quoteIdent(c.name)+" END AS "+quoteIdent(c.name))
+		}
+	}
+	if len(proj) == 0 {
+		return "", floe.E(floe.Forbidden, "privilege", "%s may read no column of this table", ss.sub)
+	}
+	var where []string
+	for _, p := range preds {
+		if p == "" {
+			where = nil
+			break
+		}
+		where = append(where, p)
+	}
+	sql := "SELECT " + strings.Join(proj, ", ") + " FROM (" + base + ") AS __floe_base"
+	if len(where) > 0 {
+		sql += " WHERE " + strings.Join(where, " OR ")
+	}
+	return sql, nil
+}
+
+// checkRowFilter checks a grant's row filter before it is used and returns
+// it as DuckDB prints it back (one parenthesized expression): it must be
+// one boolean expression over the table's columns, without subqueries,
+// table functions or refused functions. A filter that does not pass denies
+// access (fail closed).
+func (e *Engine) checkRowFilter(ctx context.Context, ss *session, rf string) (string, error) {
+	if v, seen := e.filterOK.Load(rf); seen {
+		if s, _ := v.(string); s != "" {
+			return s, nil
+		}
+		return "", errBadFilter
+	}
+	const prefix = "SELECT * FROM t WHERE "
+	canon, err := func() (string, error) {
+		stmts, err := ss.serialize(ctx, prefix+"(\n"+rf+"\n)")
+		if err != nil || len(stmts) != 1 {
+			return "", errBadFilter
+		}
+		n, _ := stmts[0]["node"].(node)
+		if n == nil || n["type"] != "SELECT_NODE" || n["where_clause"] == nil {
+			return "", errBadFilter
+		}
+		if ft, _ := n["from_table"].(node); ft == nil || ft["type"] != "BASE_TABLE" || ft["table_name"] != "t" {
+			return "", errBadFilter
+		}
+		for _, k := range []string{"group_expressions", "modifiers"} {
+			if l, _ := n[k].([]any); len(l) > 0 {
+				return "", errBadFilter
+			}
+		}
+		if n["having"] != nil || n["qualify"] != nil || n["sample"] != nil {
+			return "", errBadFilter
+		}
+		if hasSubquery(n["where_clause"]) {
+			return "", errBadFilter
+		}
+		a := &analysis{}
+		if err := a.walk(n["where_clause"], nil); err != nil || len(a.refs) > 0 || a.system {
+			return "", errBadFilter
+		}
+		text, err := ss.deserialize(ctx, stmts[0])
+		if err != nil {
+			return "", errBadFilter
+		}
+		expr, ok := strings.CutPrefix(text, prefix)
+		if !ok || strings.TrimSpace(expr) == "" {
+			return "", errBadFilter
+		}
+		return "(" + expr + ")", nil
+	}()
+	e.filterOK.Store(rf, canon)
+	return canon, err
+}
+
+var errBadFilter = floe.E(floe.Forbidden, "privilege", "a data filter of a grant on this table is not a valid row filter, so access is denied; an administrator must fix the grant")
+
+func hasSubquery(v any) bool {
+	switch x := v.(type) {
+	case []any:
+		return slices.ContainsFunc(x, hasSubquery)
+	case node:
+		if x["class"] == "SUBQUERY" || x["type"] == "SUBQUERY" {
+			return true
+		}
+		for _, c := range x {
+			if hasSubquery(c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// quoteIdent quotes a SQL identifier.
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// sqlString quotes a SQL string literal.
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = sqlString(s)
+	}
+	return out
+}
+
+func sqlList(ss []string) string { return "[" + strings.Join(quoteAll(ss), ", ") + "]" }
+
+var errNoSession = errors.New("engine: no session")

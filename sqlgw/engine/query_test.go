@@ -1,0 +1,209 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/floe-lake/floe/audit"
+	"github.com/floe-lake/floe/catalog"
+)
+
+func TestSelectBasics(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createPeople(t, "crm", "people")
+	appendPeople(t, tbl, people(10)...)
+	c := e.admin(t)
+	rows := mustRows(t, c, "SELECT count(*), sum(salary) FROM crm.people")
+	if len(rows) != 1 || rows[0][0] != int64(10) || rows[0][1] != float64(55000) {
+		t.Fatalf("got %v", rows)
+	}
+	// Extended protocol with a parameter, prepared once and run twice.
+	if _, err := c.Prepare(context.Background(), "byid", "SELECT id, name FROM crm.people WHERE id = $1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{3, 7} {
+		rows = mustRows(t, c, "byid", id)
+		if len(rows) != 1 || rows[0][0] != id || rows[0][1] != fmt.Sprintf("person-%d", id) {
+			t.Fatalf("id %d: got %v", id, rows)
+		}
+	}
+	// Simple protocol.
+	rows = mustRows(t, c, "SELECT name FROM crm.people WHERE id = 4", pgx.QueryExecModeSimpleProtocol)
+	if len(rows) != 1 || rows[0][0] != "person-4" {
+		t.Fatalf("simple protocol: got %v", rows)
+	}
+	var n int64
+	if err := c.QueryRow(context.Background(), "SELECT count(*) FROM floe.crm.people p WHERE p.region = 'eu'").Scan(&n); err != nil || n != 5 {
+		t.Fatalf("three-part name: %d %v", n, err)
+	}
+	// A new snapshot is seen by the same prepared statement.
+	tbl, err := e.lk.LoadTable(context.Background(), e.f.Warehouse, catalog.Ident{Namespace: catalog.Namespace{"crm"}, Name: "people"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendPeople(t, tbl, person{id: 11, name: "late", region: "eu"})
+	rows = mustRows(t, c, "byid", int64(11))
+	if len(rows) != 1 || rows[0][1] != "late" {
+		t.Fatalf("after append: got %v", rows)
+	}
+	// Joins across namespaces and CTEs.
+	other := e.createPeople(t, "hr", "staff")
+	appendPeople(t, other, people(3)...)
+	rows = mustRows(t, c, "WITH s AS (SELECT id FROM hr.staff) SELECT count(*) FROM crm.people p JOIN s ON s.id = p.id")
+	if rows[0][0] != int64(3) {
+		t.Fatalf("join: got %v", rows)
+	}
+	// Unknown tables.
+	_, err = queryRows(t, c, "SELECT * FROM crm.nope")
+	wantCode(t, err, "42P01")
+	_, err = queryRows(t, c, "SELECT * FROM nope")
+	wantCode(t, err, "42P01")
+}
+
+// wantCode fails unless err is a PostgreSQL error with SQLSTATE code.
+func wantCode(t *testing.T, err error, code string) *pgconn.PgError {
+	t.Helper()
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		t.Fatalf("want SQLSTATE %s, got %v", code, err)
+	}
+	if pe.Code != code {
+		t.Fatalf("want SQLSTATE %s, got %s: %s", code, pe.Code, pe.Message)
+	}
+	return pe
+}
+
+func TestTimeTravel(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createPeople(t, "crm", "people")
+	tbl = appendPeople(t, tbl, people(4)...)
+	first := tbl.CurrentSnapshot()
+	time.Sleep(20 * time.Millisecond)
+	appendPeople(t, tbl, person{id: 100, name: "new"})
+	c := e.admin(t)
+	count := func(sql string) int64 {
+		t.Helper()
+		rows := mustRows(t, c, sql)
+		return rows[0][0].(int64)
+	}
+	if n := count("SELECT count(*) FROM crm.people"); n != 5 {
+		t.Fatalf("current: %d", n)
+	}
+	if n := count(fmt.Sprintf("SELECT count(*) FROM crm.people AT (VERSION => %d)", first.SnapshotID)); n != 4 {
+		t.Fatalf("version: %d", n)
+	}
+	ts := time.UnixMilli(first.TimestampMs).UTC().Format("2006-01-02 15:04:05.000")
+	if n := count(fmt.Sprintf("SELECT count(*) FROM crm.people AT (TIMESTAMP => TIMESTAMP '%s')", ts)); n != 4 {
+		t.Fatalf("timestamp: %d", n)
+	}
+	// Both versions in one query.
+	rows := mustRows(t, c, fmt.Sprintf("SELECT count(*) FROM crm.people n LEFT JOIN crm.people AS o AT (VERSION => %d) ON o.id = n.id WHERE o.id IS NULL", first.SnapshotID))
+	if rows[0][0] != int64(1) {
+		t.Fatalf("diff: %v", rows)
+	}
+	_, err := queryRows(t, c, "SELECT * FROM crm.people AT (VERSION => 12345)")
+	wantCode(t, err, "42704")
+	_, err = queryRows(t, c, "SELECT * FROM crm.people AT (TIMESTAMP => '2000-01-01')")
+	wantCode(t, err, "42704")
+}
+
+func TestPositionDeletes(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createPeopleWith(t, "crm", "people", map[string]string{"write.delete.mode": "merge-on-read", "format-version": "2"})
+	tbl = appendPeople(t, tbl, people(10)...)
+	before := tbl.CurrentSnapshot().SnapshotID
+	tx := tbl.NewTransaction()
+	if err := tx.Delete(context.Background(), iceberg.EqualTo(iceberg.Reference("id"), int64(3)), nil); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tx.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := 0
+	for _, task := range tasks {
+		pos += len(task.DeleteFiles)
+	}
+	if pos == 0 {
+		t.Fatal("the delete wrote no position delete file; the test does not exercise them")
+	}
+	c := e.admin(t)
+	rows := mustRows(t, c, "SELECT id FROM crm.people ORDER BY id")
+	var ids []int64
+	for _, r := range rows {
+		ids = append(ids, r[0].(int64))
+	}
+	if want := []int64{1, 2, 4, 5, 6, 7, 8, 9, 10}; !slices.Equal(ids, want) {
+		t.Fatalf("ids %v, want %v", ids, want)
+	}
+	rows = mustRows(t, c, fmt.Sprintf("SELECT count(*) FROM crm.people AT (VERSION => %d)", before))
+	if rows[0][0] != int64(10) {
+		t.Fatalf("before the delete: %v", rows)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createPeople(t, "crm", "people")
+	appendPeople(t, tbl, people(3000)...)
+	c := e.admin(t)
+	// A CancelRequest on its own connection, as clients send it.
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_ = c.PgConn().CancelRequest(context.Background())
+	}()
+	start := time.Now()
+	_, err := c.Exec(context.Background(), "SELECT count(*) FROM crm.people a, crm.people b, crm.people c WHERE a.salary + b.salary > c.salary")
+	wantCode(t, err, "57014")
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("cancel took %s", d)
+	}
+	// The session is still usable.
+	rows := mustRows(t, c, "SELECT count(*) FROM crm.people")
+	if rows[0][0] != int64(3000) {
+		t.Fatalf("after cancel: %v", rows)
+	}
+}
+
+func TestAudit(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createPeople(t, "crm", "people")
+	appendPeople(t, tbl, people(5)...)
+	c := e.admin(t)
+	mustRows(t, c, "SELECT * FROM crm.people WHERE region = 'eu'")
+	_, _ = queryRows(t, c, "SELECT * FROM read_csv('/etc/passwd')")
+	var found, refused bool
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && !(found && refused) {
+		recs, err := e.f.App.Store().AuditQuery(context.Background(), audit.Query{Action: "sql.query"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			d := string(r.Detail)
+			if r.Principal == "admin" && r.Outcome == audit.OutcomeSuccess && strings.Contains(d, `"rows":3`) && strings.Contains(d, "floe.crm.people") && strings.Contains(d, "region = 'eu'") {
+				found = true
+			}
+			if r.Outcome == audit.OutcomeFailure && strings.Contains(d, "read_csv") && strings.Contains(d, "42501") {
+				refused = true
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !found || !refused {
+		t.Fatalf("audit events: query %v, refusal %v", found, refused)
+	}
+}
