@@ -19,8 +19,9 @@ const CommitAttempts = 10
 // WriteDataFiles writes the records of rdr as Parquet data files of tbl
 // (split by its partition spec and target file size) and returns them. The
 // files are not part of the table until they are committed (AppendFiles);
-// on error, the files written so far are removed.
-func WriteDataFiles(ctx context.Context, tbl *table.Table, rdr array.RecordReader) ([]iceberg.DataFile, error) {
+// on error, the files written so far are removed. opts tune the writer
+// (target file size, buffering).
+func WriteDataFiles(ctx context.Context, tbl *table.Table, rdr array.RecordReader, opts ...table.WriteRecordOption) ([]iceberg.DataFile, error) {
 	// WriteRecords releases each batch it consumes; the reader releases it
 	// again when it advances, so each batch is retained once for the writer.
 	batches := func(yield func(arrow.RecordBatch, error) bool) {
@@ -36,7 +37,7 @@ func WriteDataFiles(ctx context.Context, tbl *table.Table, rdr array.RecordReade
 		}
 	}
 	var files []iceberg.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, rdr.Schema(), batches) {
+	for df, err := range table.WriteRecords(ctx, tbl, rdr.Schema(), batches, opts...) {
 		if err != nil {
 			removeFiles(ctx, tbl, files)
 			return nil, fmt.Errorf("lake: write data files of %v: %w", tbl.Identifier(), err)

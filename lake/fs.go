@@ -32,6 +32,7 @@ var (
 	_ icebergio.WriteFileIO = (*BucketFS)(nil)
 	_ icebergio.ReadFileIO  = (*BucketFS)(nil)
 	_ icebergio.StatIO      = (*BucketFS)(nil)
+	_ icebergio.ListableIO  = (*BucketFS)(nil)
 )
 
 // NewBucketFS returns the FileIO of the embedded object store s.
@@ -122,6 +123,42 @@ func (f *BucketFS) WriteFile(name string, p []byte) error {
 	}
 	_, err = f.s.Put(context.Background(), b, k, bytes.NewReader(p), bucket.PutOptions{Size: int64(len(p)), ContentType: contentType(k)})
 	return pathError("write", name, err)
+}
+
+// WalkDir calls fn for every object under root (a location s3://bucket/prefix,
+// taken as a directory: s3://b/t lists s3://b/t/... but not s3://b/t2/...),
+// in key order, with its full location; directories are not reported. It
+// lists page by page, so memory does not grow with the number of objects.
+// Orphan-file removal uses it.
+func (f *BucketFS) WalkDir(root string, fn fs.WalkDirFunc) error {
+	b, prefix, err := objstore.ParseLocation(root)
+	if err != nil {
+		return &fs.PathError{Op: "walk", Path: root, Err: fmt.Errorf("%w: %w", fs.ErrInvalid, err)}
+	}
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	scheme := root[:strings.Index(root, "://")+3]
+	opts := bucket.ListOptions{Prefix: prefix}
+	for {
+		page, err := f.s.List(context.Background(), b, opts)
+		if err != nil {
+			return pathError("walk", root, err)
+		}
+		for _, o := range page.Objects {
+			loc := scheme + b + "/" + o.Key
+			if err := fn(loc, fs.FileInfoToDirEntry(fileInfo{name: path.Base(o.Key), info: o}), nil); err != nil {
+				if errors.Is(err, fs.SkipAll) || errors.Is(err, fs.SkipDir) {
+					return nil
+				}
+				return err
+			}
+		}
+		if !page.IsTruncated {
+			return nil
+		}
+		opts.ContinuationToken = page.NextContinuationToken
+	}
 }
 
 // Create returns a writer that streams into a new object. The object
