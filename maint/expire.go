@@ -130,6 +130,11 @@ type ExpireOptions struct {
 	// Retries is how often a commit that lost to a concurrent writer is
 	// recomputed on the writer's metadata and tried again (default 4).
 	Retries int
+	// Namespaces, if set, supplies namespace properties: retention
+	// properties set on a namespace apply to its tables (a table's own
+	// override them), and floe.maintenance.snapshot.enabled=false turns
+	// expiry off.
+	Namespaces Namespaces
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock snapshot ages are measured by; nil means time.Now.
@@ -143,6 +148,7 @@ type ExpireOptions struct {
 type ExpireSnapshots struct {
 	tables  Tables
 	ret     Retention
+	nss     Namespaces
 	retries int
 	log     *slog.Logger
 	now     func() time.Time
@@ -168,7 +174,7 @@ func NewExpireSnapshots(tables Tables, opts ExpireOptions) *ExpireSnapshots {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &ExpireSnapshots{tables: tables, ret: opts.Retention, retries: opts.Retries, log: opts.Logger, now: opts.Now}
+	return &ExpireSnapshots{tables: tables, ret: opts.Retention, nss: opts.Namespaces, retries: opts.Retries, log: opts.Logger, now: opts.Now}
 }
 
 // Name returns "expire-snapshots".
@@ -179,23 +185,56 @@ func (j *ExpireSnapshots) Name() string { return ExpireSnapshotsJob }
 // as loaded, so it never undoes a concurrent writer's commit: when a writer
 // got in first, the job reloads the table, recomputes and tries again.
 func (j *ExpireSnapshots) Run(ctx context.Context, t TableRef) (Result, error) {
+	rep, err := j.expire(ctx, t.Warehouse, t.Ident, false)
+	if err != nil {
+		return Result{}, err
+	}
+	return rep.result(), nil
+}
+
+// ExpireTable expires the old snapshots of table id now. With dryRun it
+// only reports which would expire.
+func (j *ExpireSnapshots) ExpireTable(ctx context.Context, wh string, id catalog.Ident, dryRun bool) (Report, error) {
+	return j.expire(ctx, wh, id, dryRun)
+}
+
+func (j *ExpireSnapshots) expire(ctx context.Context, wh string, id catalog.Ident, dryRun bool) (Report, error) {
+	t := TableRef{Warehouse: wh, Ident: id}
+	rep := Report{Job: ExpireSnapshotsJob, DryRun: dryRun, Stats: map[string]int64{}}
 	for attempt := 0; ; attempt++ {
 		st, err := j.tables.LoadTable(ctx, t.Warehouse, t.Ident)
 		if floe.KindOf(err) == floe.NotFound {
-			return Result{Summary: "table no longer exists"}, nil
+			rep.Summary = "table no longer exists"
+			return rep, nil
 		}
 		if err != nil {
-			return Result{}, fmt.Errorf("expire snapshots of %s: load: %w", t, err)
+			return rep, fmt.Errorf("expire snapshots of %s: load: %w", t, err)
 		}
 		md := st.Metadata
 		if !md.Properties().GetBool(PropGCEnabled, true) {
-			return Result{Summary: PropGCEnabled + " is false: snapshots are kept"}, nil
+			rep.Summary = PropGCEnabled + " is false: snapshots are kept"
+			return rep, nil
 		}
-		ret := j.ret.For(md.Properties())
+		p, err := Resolver{Namespaces: j.nss, Base: Policy{ExpireEnabled: true, Retention: j.ret}}.Policy(ctx, wh, id, md.Properties())
+		if err != nil {
+			return rep, fmt.Errorf("expire snapshots of %s: %w", t, err)
+		}
+		if !p.ExpireEnabled {
+			rep.Summary = "snapshot expiry is off (" + PropExpireEnabled + " or gc.enabled)"
+			return rep, nil
+		}
+		ret := p.Retention
 		ids := ExpiredSnapshots(md, j.now(), ret)
 		total := len(md.Snapshots())
+		rep.Stats["snapshots"] = int64(total)
+		rep.Stats["expired_snapshots"] = int64(len(ids))
 		if len(ids) == 0 {
-			return Result{Summary: fmt.Sprintf("nothing to expire (%d snapshots)", total)}, nil
+			rep.Summary = fmt.Sprintf("nothing to expire (%d snapshots)", total)
+			return rep, nil
+		}
+		if dryRun {
+			rep.Summary = fmt.Sprintf("would expire %d of %d snapshots (max age %s, min %d per branch)", len(ids), total, ret.MaxAge, ret.MinKeep)
+			return rep, nil
 		}
 		_, err = j.tables.CommitTable(ctx, t.Warehouse, catalog.TableCommit{
 			Ident:        t.Ident,
@@ -204,17 +243,20 @@ func (j *ExpireSnapshots) Run(ctx context.Context, t TableRef) (Result, error) {
 		})
 		switch {
 		case err == nil:
-			return Result{Summary: fmt.Sprintf("expired %d of %d snapshots (max age %s, min %d per branch)",
-				len(ids), total, ret.MaxAge, ret.MinKeep), Changed: true}, nil
+			rep.Changed = true
+			rep.Summary = fmt.Sprintf("expired %d of %d snapshots (max age %s, min %d per branch)",
+				len(ids), total, ret.MaxAge, ret.MinKeep)
+			return rep, nil
 		case floe.KindOf(err) == floe.NotFound:
-			return Result{Summary: "table no longer exists"}, nil
+			rep.Summary = "table no longer exists"
+			return rep, nil
 		case floe.KindOf(err) == floe.Conflict && attempt < j.retries:
 			j.log.DebugContext(ctx, "expire snapshots: a concurrent commit won; retrying", "table", t.String(), "attempt", attempt+1, "err", err)
 			if err := pause(ctx, time.Duration(attempt+1)*10*time.Millisecond); err != nil {
-				return Result{}, err
+				return rep, err
 			}
 		default:
-			return Result{}, fmt.Errorf("expire snapshots of %s: commit: %w", t, err)
+			return rep, fmt.Errorf("expire snapshots of %s: commit: %w", t, err)
 		}
 	}
 }

@@ -47,6 +47,15 @@ type Job interface {
 	Run(ctx context.Context, t TableRef) (Result, error)
 }
 
+// Periodic is implemented by jobs that run on a table less often than at
+// every tick. The scheduler asks Due before taking the job's lease; a job
+// that is not due is skipped without a run being recorded.
+type Periodic interface {
+	Job
+	// Due reports whether the job should run on the table at t.Tick.
+	Due(ctx context.Context, t TableRef) (bool, error)
+}
+
 // TableRef names the table a job runs on and the tick it runs for.
 type TableRef struct {
 	Warehouse string

@@ -83,6 +83,8 @@ type Stats struct {
 	Cancelled int
 	// Errors counts store failures that kept a pair from running.
 	Errors int
+	// NotDue counts pairs whose job (a Periodic one) was not due.
+	NotDue int
 }
 
 // Scheduler runs jobs on every table once per tick, coordinating with the
@@ -403,6 +405,7 @@ const (
 	stateCancelled              // Close stopped the run
 	stateStopped                // the scheduler stopped, or the tick ended, before the item started
 	stateError                  // a store failure kept the item from running
+	stateNotDue                 // the job is not due on the table at this tick
 )
 
 // sweep tries every item once with the scheduler's workers and returns the
@@ -441,6 +444,8 @@ func (s *Scheduler) sweep(ctx context.Context, tick int64, items []item, st *Sta
 					st.Cancelled++
 				case stateError:
 					st.Errors++
+				case stateNotDue:
+					st.NotDue++
 				}
 				mu.Unlock()
 			}
@@ -468,6 +473,15 @@ func (s *Scheduler) runItem(ctx context.Context, tick int64, it item) state {
 	job, t := it.job.Name(), it.table
 	t.Tick = tick
 	log := s.log.With("job", job, "warehouse", t.Warehouse, "table", t.Ident.String(), "tick", tick)
+	if p, ok := it.job.(Periodic); ok {
+		due, err := p.Due(ctx, t)
+		if err != nil {
+			return s.storeError(ctx, log, "check schedule", err)
+		}
+		if !due {
+			return stateNotDue
+		}
+	}
 	done, err := s.store.MaintenanceRunFinished(ctx, t.Warehouse, t.Ident, job, tick)
 	if err != nil {
 		return s.storeError(ctx, log, "check run", err)
