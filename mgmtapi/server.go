@@ -14,6 +14,7 @@ package mgmtapi
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -73,6 +74,12 @@ type Options struct {
 	// Audit records one event per mutation; nil records nothing. Events
 	// never carry secrets.
 	Audit func(ctx context.Context, e audit.Event)
+	// Maintenance runs table maintenance on demand; nil makes the
+	// maintenance endpoints answer 406 (unsupported).
+	Maintenance Maintenance
+	// Ingest loads data into tables; nil makes the ingest endpoints answer
+	// 406 (unsupported).
+	Ingest Ingester
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -105,6 +112,8 @@ type call struct {
 	// handler fills them in as it learns them.
 	resource string
 	detail   map[string]any
+	// body is the request body without the JSON size limit (ingest).
+	body io.Reader
 }
 
 // New returns a handler serving the management API.
@@ -113,7 +122,7 @@ func New(opts Options) *Handler {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &Handler{opts: opts, log: opts.Logger, mux: http.NewServeMux()}
-	for _, rt := range h.table() {
+	for _, rt := range append(h.table(), h.ingestRoutes()...) {
 		h.mux.Handle(rt.method+" "+rt.path, h.wrap(rt))
 	}
 	h.mux.HandleFunc(Prefix, h.noRoute)
@@ -143,12 +152,14 @@ func (h *Handler) table() []route {
 		{"GET", p + "/tags", "", h.getTags},
 		{"PUT", p + "/tags", "mgmt.tag.set", h.setTags},
 		{"DELETE", p + "/tags", "mgmt.tag.unset", h.deleteTags},
+		{"POST", p + "/tables/{warehouse}/{namespace}/{table}/maintenance", "mgmt.table.maintain", h.maintainTable},
+		{"GET", p + "/tables/{warehouse}/{namespace}/{table}/summary", "", h.tableSummary},
 	}
 }
 
 // Routes lists the operations served, as "METHOD /path/{param}".
 func (h *Handler) Routes() []string {
-	rs := h.table()
+	rs := append(h.table(), h.ingestRoutes()...)
 	out := make([]string, 0, len(rs))
 	for _, rt := range rs {
 		out = append(out, rt.method+" "+rt.path)
@@ -245,6 +256,7 @@ func (h *Handler) wrap(rt route) http.Handler {
 			c.sub = authz.Subject{Principal: "anonymous", Admin: true}
 			audited = true
 		}
+		c.body = c.r.Body
 		c.r.Body = http.MaxBytesReader(w, c.r.Body, MaxBodyBytes)
 		err := rt.fn(c)
 		if mutates {
