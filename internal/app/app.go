@@ -45,8 +45,14 @@ type App struct {
 	oauth   *oauth.Handler
 	rest    *restcat.Handler
 	maint   *maint.Scheduler // nil when maintenance is off
+	// maintainer runs maintenance on demand (see maint.go).
+	maintainer *maint.Maintainer
 	// auditExport appends the audit log to system.audit (nil when off; see auditexport.go).
 	auditExport *auditExporter
+	// sql is the SQL endpoint (nil when off; see sql.go).
+	sql *sqlEndpoint
+	// ingest loads data into tables for the management API (see ingest.go).
+	ingest *ingester
 	// handler sends /v1/oauth/* and /.well-known/* to oauth, the rest to rest.
 	handler http.Handler
 
@@ -130,17 +136,21 @@ func (a *App) init(ctx context.Context) error {
 		opts.Auth = a.auth
 	}
 	a.rest = restcat.New(a.cat, opts)
+	maintainer, jobs, err := a.newMaintenance(ctx)
+	if err != nil {
+		return fmt.Errorf("maintenance: %w", err)
+	}
+	a.maintainer = maintainer
 	if cfg.Maintenance {
-		expire := maint.NewExpireSnapshots(a.cat, maint.ExpireOptions{
-			Retention: maint.Retention{MaxAge: cfg.SnapshotRetention, MinKeep: maint.DefaultMinSnapshotsToKeep},
-			Logger:    a.log,
-		})
-		a.maint, err = maint.New(a.store, []maint.Job{expire}, maint.Options{
+		a.maint, err = maint.New(a.store, jobs, maint.Options{
 			Interval: cfg.MaintenanceInterval, LeaseTTL: cfg.MaintenanceLeaseTTL, Hook: cfg.MaintenanceHook, Logger: a.log,
 		})
 		if err != nil {
 			return fmt.Errorf("maintenance: %w", err)
 		}
+	}
+	if a.ingest, err = a.newIngester(ctx); err != nil {
+		return err
 	}
 	mgmt := a.mgmtHandler()
 	a.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -231,6 +241,13 @@ func (a *App) Start() error {
 		_ = ln.Close()
 		return err
 	}
+	if err := a.startSQL(context.Background()); err != nil {
+		_ = ln.Close()
+		if a.s3ln != nil {
+			_ = a.s3ln.Close()
+		}
+		return err
+	}
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("catalog server stopped", "err", err)
@@ -273,12 +290,14 @@ func (a *App) Close(ctx context.Context) error {
 	if a.maint != nil {
 		errs = append(errs, a.maint.Close())
 	}
+	errs = append(errs, a.stopSQL(ctx))
 	if a.srv != nil {
 		errs = append(errs, a.srv.Shutdown(ctx))
 	}
 	if a.s3srv != nil {
 		errs = append(errs, a.s3srv.Shutdown(ctx))
 	}
+	errs = append(errs, a.closeIngester(ctx))
 	if a.events != nil {
 		errs = append(errs, a.events.Close(ctx))
 	}

@@ -126,6 +126,32 @@ type Config struct {
 	// FLOE_AUDIT_EXPORT_INTERVAL, default 10s; 0 turns the export off).
 	// Nodes sharing a store take turns; each record is exported once.
 	AuditExportInterval time.Duration `yaml:"audit_export_interval"`
+	// StreamFlushInterval and StreamFlushRows say when rows sent to the
+	// micro-batch endpoint .../stream are committed: every interval, or as
+	// soon as a table has that many buffered (defaults 5s and 100000).
+	StreamFlushInterval time.Duration `yaml:"stream_flush_interval"`
+	StreamFlushRows     int64         `yaml:"stream_flush_rows"`
+	// SQLListen is the address of the PostgreSQL-wire SQL endpoint (env
+	// FLOE_SQL_LISTEN, default 127.0.0.1:5433; "off" or "" disables it).
+	SQLListen string `yaml:"sql_listen"`
+	// SQLTLSCert and SQLTLSKey are PEM files of the SQL endpoint's TLS
+	// certificate and key (env FLOE_SQL_TLS_CERT, FLOE_SQL_TLS_KEY); without
+	// them clients must connect over loopback to send a token.
+	SQLTLSCert string `yaml:"sql_tls_cert"`
+	SQLTLSKey  string `yaml:"sql_tls_key"`
+	// SQLMemoryLimit is DuckDB's memory limit per SQL session (env
+	// FLOE_SQL_MEMORY_LIMIT, default 2GB).
+	SQLMemoryLimit string `yaml:"sql_memory_limit"`
+	// SQLThreads is DuckDB's thread count per SQL session (env
+	// FLOE_SQL_THREADS, default 0: one per core).
+	SQLThreads int `yaml:"sql_threads"`
+	// SQLCacheBytes bounds the decrypted (or downloaded) data files the SQL
+	// endpoint keeps in memory (env FLOE_SQL_CACHE_BYTES, default 1 GiB).
+	SQLCacheBytes int64 `yaml:"sql_cache_bytes"`
+	// MaintenanceJobs names the jobs the background scheduler runs (env
+	// FLOE_MAINTENANCE_JOBS, comma-separated; default all: expire-snapshots,
+	// compact, rewrite-manifests, remove-orphans). See docs/maintenance.md.
+	MaintenanceJobs []string `yaml:"maintenance_jobs"`
 	// MaintenanceHook, if set, runs before each maintenance job (tests use it
 	// to observe or stall runs; not settable from YAML, env or flags).
 	MaintenanceHook maint.Hook `yaml:"-"`
@@ -169,6 +195,10 @@ func Defaults() Config {
 		SnapshotRetention:   maint.DefaultMaxSnapshotAge,
 
 		AuditExportInterval: 10 * time.Second,
+
+		SQLListen:      "127.0.0.1:5433",
+		SQLMemoryLimit: "2GB",
+		SQLCacheBytes:  1 << 30,
 	}
 }
 
@@ -213,6 +243,26 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	str("FLOE_S3_ROLE_ARN", &c.S3.RoleARN)
 	str("FLOE_S3_EXTERNAL_ID", &c.S3.ExternalID)
 	str("FLOE_STS_ENDPOINT", &c.S3.STSEndpoint)
+	str("FLOE_SQL_LISTEN", &c.SQLListen)
+	str("FLOE_SQL_TLS_CERT", &c.SQLTLSCert)
+	str("FLOE_SQL_TLS_KEY", &c.SQLTLSKey)
+	str("FLOE_SQL_MEMORY_LIMIT", &c.SQLMemoryLimit)
+	for name, dst := range map[string]*int64{"FLOE_SQL_CACHE_BYTES": &c.SQLCacheBytes} {
+		if v := getenv(name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			*dst = n
+		}
+	}
+	if v := getenv("FLOE_SQL_THREADS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("FLOE_SQL_THREADS: %w", err)
+		}
+		c.SQLThreads = n
+	}
 	if v := getenv("FLOE_AUTH_FAILURES_PER_MINUTE"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -247,6 +297,9 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 			}
 			*dst = b
 		}
+	}
+	if v := getenv("FLOE_MAINTENANCE_JOBS"); v != "" {
+		c.MaintenanceJobs = strings.Split(v, ",")
 	}
 	if v := getenv("FLOE_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -288,6 +341,10 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("snapshot_retention %s: must be positive", c.SnapshotRetention)
 	case c.AuditExportInterval != 0 && c.AuditExportInterval < 100*time.Millisecond:
 		return fmt.Errorf("audit_export_interval %s: must be 0 (off) or at least 100ms", c.AuditExportInterval)
+	case (c.SQLTLSCert == "") != (c.SQLTLSKey == ""):
+		return fmt.Errorf("sql_tls_cert and sql_tls_key must be set together")
+	case c.SQLThreads < 0:
+		return fmt.Errorf("sql_threads %d: must not be negative", c.SQLThreads)
 	}
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)

@@ -17,6 +17,8 @@ func (a *App) mgmtHandler() http.Handler {
 		Principals:       principalAdmin{auth: a.auth, store: a.store},
 		DefaultWarehouse: a.cfg.Warehouse,
 		Audit:            a.auditMgmt,
+		Maintenance:      a.maintainer,
+		Ingest:           a.ingest,
 		Logger:           a.log,
 	}
 	if !a.cfg.InsecureNoAuth {

@@ -29,6 +29,9 @@ type Floe struct {
 	Warehouse string
 	Dir       string
 	Transport *spectest.Transport
+	// SQLAddr is the address of the SQL endpoint (PostgreSQL wire), "" when
+	// an Option turned it off.
+	SQLAddr string
 	// ClientTransport validates only Floe's responses; give it to third-party
 	// clients (iceberg-go), whose requests are theirs to get right.
 	ClientTransport *spectest.Transport
@@ -47,6 +50,7 @@ func Start(t testing.TB, opts ...Option) *Floe {
 	cfg.DataDir = dir
 	cfg.Listen = "127.0.0.1:0"
 	cfg.S3Listen = "127.0.0.1:0"
+	cfg.SQLListen = "127.0.0.1:0"
 	cfg.BootstrapCredential = "test-admin:test-admin-secret"
 	cfg.AuditExportInterval = 0 // no system.audit in other tests' listings; tests of the export turn it on
 	if dsn := os.Getenv("FLOE_TEST_STORE"); dsn != "" {
@@ -78,7 +82,7 @@ func Start(t testing.TB, opts ...Option) *Floe {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &Floe{App: a, URL: a.URL(), Warehouse: cfg.Warehouse, Dir: dir,
+	f := &Floe{App: a, URL: a.URL(), SQLAddr: a.SQLAddr(), Warehouse: cfg.Warehouse, Dir: dir,
 		Cred: app.Credential{ClientID: "test-admin", Secret: "test-admin-secret"}}
 	f.Transport = &spectest.Transport{Spec: spec, Report: t, Skip: func(r *http.Request) bool {
 		return !strings.HasPrefix(r.URL.Path, "/v1/")

@@ -139,6 +139,7 @@ class FloeServer:
         self.stderr_path = self.dir / "stderr.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
+        self.sql_port = 0
         self._s3_url = ""
 
     # --- addresses and credentials -------------------------------------
@@ -210,6 +211,10 @@ class FloeServer:
         env["FLOE_BOOTSTRAP_CREDENTIAL"] = self.credential
         for k in SCRUBBED_ENV:
             env.pop(k, None)
+        # The SQL endpoint (PostgreSQL wire) on a port of its own, so that
+        # servers running side by side do not race for the default 5433.
+        self.sql_port = free_port()
+        env["FLOE_SQL_LISTEN"] = f"127.0.0.1:{self.sql_port}"
         env.update(self.extra_env())
         args = [str(self.binary), "serve", "--data-dir", str(self.data_dir), "--listen", f"127.0.0.1:{self.port}",
                 "--s3-listen", "127.0.0.1:0"]

@@ -1,0 +1,126 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/floe-lake/floe/authz"
+	"github.com/floe-lake/floe/lake"
+	"github.com/floe-lake/floe/sqlgw/engine"
+	"github.com/floe-lake/floe/sqlgw/pgwire"
+)
+
+// sqlEndpoint is the PostgreSQL-wire SQL endpoint of the node.
+type sqlEndpoint struct {
+	engine *engine.Engine
+	server *pgwire.Server
+	ln     net.Listener
+}
+
+// sqlEnabled reports whether the SQL endpoint is configured to run.
+func (c Config) sqlEnabled() bool { return c.SQLListen != "" && c.SQLListen != "off" }
+
+// startSQL serves the SQL endpoint on sql_listen, unless it is off.
+func (a *App) startSQL(ctx context.Context) error {
+	cfg := a.cfg
+	if !cfg.sqlEnabled() {
+		return nil
+	}
+	fsys, err := a.lakeFS(ctx)
+	if err != nil {
+		return err
+	}
+	var objects engine.ObjectSource
+	if a.objects != nil {
+		objects = engine.BucketSource{Store: a.objects}
+	} else {
+		objects = engine.IOSource{FS: fsys}
+	}
+	opts := engine.Options{
+		Warehouse:   cfg.Warehouse,
+		Tables:      lake.New(a.cat, fsys, lake.Options{Logger: a.log}),
+		Catalog:     a.cat,
+		Objects:     objects,
+		CacheBytes:  cfg.SQLCacheBytes,
+		MemoryLimit: cfg.SQLMemoryLimit,
+		Threads:     cfg.SQLThreads,
+		Audit:       a.events.Record,
+		Logger:      a.log,
+	}
+	if !cfg.InsecureNoAuth {
+		opts.Policies = a.authz
+	}
+	eng, err := engine.New(opts)
+	if err != nil {
+		return fmt.Errorf("sql engine: %w", err)
+	}
+	var tlsConfig *tls.Config
+	if cfg.SQLTLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.SQLTLSCert, cfg.SQLTLSKey)
+		if err != nil {
+			return fmt.Errorf("sql_tls_cert: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	srv, err := pgwire.New(pgwire.Options{
+		Engine:        eng,
+		Authenticator: sqlAuth{a: a},
+		TLSConfig:     tlsConfig,
+		Logger:        a.log,
+	})
+	if err != nil {
+		return fmt.Errorf("sql endpoint: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.SQLListen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.SQLListen, err)
+	}
+	a.sql = &sqlEndpoint{engine: eng, server: srv, ln: ln}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, pgwire.ErrServerClosed) {
+			a.log.Error("sql endpoint stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// SQLAddr is the address of the SQL endpoint ("" when it is off; valid
+// after Start).
+func (a *App) SQLAddr() string {
+	if a.sql == nil {
+		return ""
+	}
+	return a.sql.ln.Addr().String()
+}
+
+// stopSQL ends the SQL sessions and releases the engine.
+func (a *App) stopSQL(ctx context.Context) error {
+	if a.sql == nil {
+		return nil
+	}
+	err := a.sql.server.Shutdown(ctx)
+	return errors.Join(err, a.sql.engine.Close())
+}
+
+// sqlAuth logs SQL sessions in with Floe access tokens as passwords.
+type sqlAuth struct{ a *App }
+
+// SCRAMVerifier reports that no principal has a SQL password (yet).
+func (sqlAuth) SCRAMVerifier(context.Context, string) (*pgwire.ScramVerifier, pgwire.Identity, bool, error) {
+	return nil, pgwire.Identity{}, false, nil
+}
+
+// Token verifies an access token as the REST catalog does.
+func (s sqlAuth) Token(ctx context.Context, user, token string) (pgwire.Identity, error) {
+	if s.a.cfg.InsecureNoAuth {
+		return pgwire.Identity{Principal: user, Payload: engine.Caller{Subject: authz.Subject{Principal: user, Admin: true}, Unrestricted: true}}, nil
+	}
+	claims, err := s.a.auth.Verify(ctx, token)
+	if err != nil {
+		return pgwire.Identity{}, err
+	}
+	return pgwire.Identity{Principal: claims.Principal, Payload: engine.Caller{Subject: authz.SubjectOf(claims), Unrestricted: claims.Admin}}, nil
+}
