@@ -15,6 +15,11 @@ type AsyncOptions struct {
 	Capacity int
 	// MaxBatch is the most events stored in one transaction (default 1024).
 	MaxBatch int
+	// Linger is how long the writer waits for more events after the first
+	// of a batch (default 2ms; negative: not at all). Under load it turns
+	// many one-event transactions into a few large ones; an event reaches
+	// the store at most this much later.
+	Linger time.Duration
 	// Logger receives a line for every failed batch.
 	Logger *slog.Logger
 }
@@ -27,6 +32,7 @@ type Async struct {
 	log     *Log
 	ch      chan Event
 	max     int
+	linger  time.Duration
 	logger  *slog.Logger
 	done    chan struct{}
 	closed  atomic.Bool
@@ -46,7 +52,10 @@ func NewAsync(l *Log, o AsyncOptions) *Async {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Async{log: l, ch: make(chan Event, o.Capacity), max: o.MaxBatch, logger: o.Logger, done: make(chan struct{})}
+	if o.Linger == 0 {
+		o.Linger = 2 * time.Millisecond
+	}
+	a := &Async{log: l, ch: make(chan Event, o.Capacity), max: o.MaxBatch, linger: o.Linger, logger: o.Logger, done: make(chan struct{})}
 	go a.run()
 	return a
 }
@@ -80,19 +89,42 @@ func (a *Async) Stored() int64 { return a.stored.Load() }
 func (a *Async) run() {
 	defer close(a.done)
 	batch := make([]Event, 0, a.max)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for e := range a.ch {
 		batch = append(batch[:0], e)
+		var wait <-chan time.Time
+		if a.linger > 0 {
+			timer.Reset(a.linger)
+			wait = timer.C
+		}
 	fill:
 		for len(batch) < a.max {
+			if wait == nil { // take only what is queued
+				select {
+				case e, ok := <-a.ch:
+					if !ok {
+						break fill
+					}
+					batch = append(batch, e)
+				default:
+					break fill
+				}
+				continue
+			}
 			select {
 			case e, ok := <-a.ch:
 				if !ok {
 					break fill
 				}
 				batch = append(batch, e)
-			default:
+			case <-wait:
+				wait = nil
 				break fill
 			}
+		}
+		if wait != nil {
+			timer.Stop()
 		}
 		a.flush(batch)
 	}
