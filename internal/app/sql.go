@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/sqlgw/engine"
@@ -105,12 +106,27 @@ func (a *App) stopSQL(ctx context.Context) error {
 	return errors.Join(err, a.sql.engine.Close())
 }
 
-// sqlAuth logs SQL sessions in with Floe access tokens as passwords.
+// sqlAuth logs SQL sessions in: principals with a SQL password by
+// SCRAM-SHA-256, any principal with a Floe access token as its password.
 type sqlAuth struct{ a *App }
 
-// SCRAMVerifier reports that no principal has a SQL password (yet).
-func (sqlAuth) SCRAMVerifier(context.Context, string) (*pgwire.ScramVerifier, pgwire.Identity, bool, error) {
-	return nil, pgwire.Identity{}, false, nil
+// SCRAMVerifier returns the stored verifier of an enabled principal with a
+// SQL password (floe principal set-password); ok is false otherwise, and
+// the client is then asked for an access token.
+func (s sqlAuth) SCRAMVerifier(ctx context.Context, user string) (*pgwire.ScramVerifier, pgwire.Identity, bool, error) {
+	if s.a.cfg.InsecureNoAuth {
+		return nil, pgwire.Identity{}, false, nil
+	}
+	p, stored, ok, err := s.a.auth.SQLPassword(ctx, user)
+	if err != nil || !ok {
+		return nil, pgwire.Identity{}, false, err
+	}
+	v, err := pgwire.ParseScramVerifier(stored)
+	if err != nil {
+		return nil, pgwire.Identity{}, false, fmt.Errorf("stored SQL password of %s: %w", user, err)
+	}
+	claims := auth.Claims{PrincipalID: p.ID, Principal: p.Name, ClientID: p.ClientID, Admin: p.Admin, Scopes: p.Scopes}
+	return v, sqlIdentity(claims), true, nil
 }
 
 // Token verifies an access token as the REST catalog does.
@@ -122,5 +138,10 @@ func (s sqlAuth) Token(ctx context.Context, user, token string) (pgwire.Identity
 	if err != nil {
 		return pgwire.Identity{}, err
 	}
-	return pgwire.Identity{Principal: claims.Principal, Payload: engine.Caller{Subject: authz.SubjectOf(claims), Unrestricted: claims.Admin}}, nil
+	return sqlIdentity(claims), nil
+}
+
+// sqlIdentity is the session identity of an authenticated principal.
+func sqlIdentity(claims auth.Claims) pgwire.Identity {
+	return pgwire.Identity{Principal: claims.Principal, Payload: engine.Caller{Subject: authz.SubjectOf(claims), Unrestricted: claims.Admin}}
 }
