@@ -80,6 +80,9 @@ type Options struct {
 	// Ingest loads data into tables; nil makes the ingest endpoints answer
 	// 406 (unsupported).
 	Ingest Ingester
+	// Query runs SQL for POST /api/v1/query; nil makes it answer 406
+	// (unsupported).
+	Query Querier
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -108,6 +111,8 @@ type call struct {
 	sub authz.Subject
 	// scopes of the token (nil without authentication).
 	scopes []string
+	// claims of the token (nil without authentication).
+	claims *auth.Claims
 	// resource and detail describe a mutation for its audit event; the
 	// handler fills them in as it learns them.
 	resource string
@@ -154,6 +159,7 @@ func (h *Handler) table() []route {
 		{"DELETE", p + "/tags", "mgmt.tag.unset", h.deleteTags},
 		{"POST", p + "/tables/{warehouse}/{namespace}/{table}/maintenance", "mgmt.table.maintain", h.maintainTable},
 		{"GET", p + "/tables/{warehouse}/{namespace}/{table}/summary", "", h.tableSummary},
+		{"POST", p + "/query", "", h.query},
 	}
 }
 
@@ -240,7 +246,7 @@ func (h *Handler) wrap(rt route) http.Handler {
 				h.writeError(w, r, err)
 				return
 			}
-			c.sub, c.scopes = authz.SubjectOf(claims), claims.Scopes
+			c.sub, c.scopes, c.claims = authz.SubjectOf(claims), claims.Scopes, &claims
 			ctx = auth.WithClaims(ctx, claims)
 			c.ctx, c.r = ctx, r.WithContext(ctx)
 			audited = true

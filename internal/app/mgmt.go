@@ -19,6 +19,7 @@ func (a *App) mgmtHandler() http.Handler {
 		Audit:            a.auditMgmt,
 		Maintenance:      a.maintainer,
 		Ingest:           a.ingest,
+		Query:            a.queryFunc(),
 		Logger:           a.log,
 	}
 	if !a.cfg.InsecureNoAuth {

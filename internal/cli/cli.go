@@ -111,6 +111,7 @@ credential once.`,
 	maintEvery := cmd.Flags().Duration("maintenance-interval", app.Defaults().MaintenanceInterval, "maintenance schedule tick (env FLOE_MAINTENANCE_INTERVAL)")
 	retention := cmd.Flags().Duration("snapshot-retention", app.Defaults().SnapshotRetention, "expire snapshots older than this unless a table property says otherwise (env FLOE_SNAPSHOT_RETENTION)")
 	s3Listen := cmd.Flags().String("s3-listen", app.Defaults().S3Listen, "embedded S3 endpoint listen address, or off (env FLOE_S3_LISTEN)")
+	sqlListen := cmd.Flags().String("sql-listen", app.Defaults().SQLListen, "SQL endpoint (PostgreSQL wire protocol) listen address, or off (env FLOE_SQL_LISTEN)")
 	publicURL := cmd.Flags().String("public-url", "", "URL clients reach this server at; the OAuth issuer (env FLOE_PUBLIC_URL; default http://<listen>)")
 	auditEvery := cmd.Flags().Duration("audit-export-interval", app.Defaults().AuditExportInterval, "how often the audit log is appended to the Iceberg table system.audit; 0 = off (env FLOE_AUDIT_EXPORT_INTERVAL)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -141,6 +142,9 @@ credential once.`,
 		}
 		if cmd.Flags().Changed("s3-listen") {
 			cfg.S3Listen = *s3Listen
+		}
+		if cmd.Flags().Changed("sql-listen") {
+			cfg.SQLListen = *sqlListen
 		}
 		if cmd.Flags().Changed("public-url") {
 			cfg.PublicURL = *publicURL
@@ -174,6 +178,9 @@ credential once.`,
 			}
 			fmt.Fprintf(stdout, "  S3 endpoint:          %s   (bucket %q = %s; engines get credentials from loadTable)\n  Encryption at rest:   %s\n",
 				u, c.Warehouse, c.WarehouseDir, enc)
+		}
+		if addr := a.SQLAddr(); addr != "" {
+			fmt.Fprintf(stdout, "  SQL endpoint:         postgres://%s/%s   (PostgreSQL wire protocol; user = principal, password = access token or SQL password)\n", addr, c.Warehouse)
 		}
 		if a.Bootstrap != nil {
 			fmt.Fprintf(stdout, "\nFirst admin credential (shown only once, stored hashed):\n  client_id:     %s\n  client_secret: %s\n  PyIceberg:     load_catalog(\"floe\", uri=%q, warehouse=%q, credential=%q)\n",

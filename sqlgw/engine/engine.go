@@ -633,7 +633,7 @@ func (ss *session) auditQuery(ctx context.Context, sql string, tables []string, 
 		addr = ss.pg.RemoteAddr.String()
 	}
 	e.opts.Audit(context.WithoutCancel(ctx), audit.Event{
-		RequestID:  fmt.Sprintf("sql-%d-%d", ss.pg.ID, e.queries.Add(1)),
+		RequestID:  ss.requestID(ctx),
 		Principal:  ss.pg.Identity.Principal,
 		ClientAddr: addr,
 		Action:     "sql.query",

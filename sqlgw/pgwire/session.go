@@ -81,6 +81,15 @@ type Session struct {
 	sent     map[string]string // reported values last sent to the client
 }
 
+// NewSession returns a session for a front end other than the wire
+// protocol (the HTTP query API) that drives an Engine itself: it calls the
+// Engine's SessionHooks, Prepare and Execute as a connection would.
+func NewSession(id Identity, database string, remote net.Addr) *Session {
+	s := newSession()
+	s.Identity, s.User, s.Database, s.RemoteAddr = id, id.Principal, database, remote
+	return s
+}
+
 func newSession() *Session {
 	return &Session{settings: map[string]string{}, tx: TxIdle, loc: time.UTC, sent: map[string]string{}}
 }
