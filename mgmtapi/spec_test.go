@@ -21,6 +21,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/floe-lake/floe/authz"
+	"github.com/floe-lake/floe/internal/spectest"
 	"github.com/floe-lake/floe/mgmtapi"
 )
 
@@ -91,26 +92,10 @@ func (v *validator) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !strings.HasPrefix(req.URL.Path, mgmtapi.Prefix) {
 		return base.RoundTrip(req)
 	}
-	var reqBody []byte
-	if req.Body != nil {
-		b, err := io.ReadAll(req.Body)
-		if err != nil {
-			return nil, err
-		}
-		_ = req.Body.Close()
-		reqBody = b
-		req.Body = io.NopCloser(bytes.NewReader(b))
-	}
-	resp, err := base.RoundTrip(req)
+	reqBody, resp, respBody, err := spectest.Exchange(base, req)
 	if err != nil {
 		return nil, err
 	}
-	respBody, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(respBody))
 	if err := v.spec.validate(req, reqBody, resp, respBody); err != nil {
 		v.t.Errorf("management API spec violation: %v", err)
 	}

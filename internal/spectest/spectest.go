@@ -92,26 +92,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.Skip != nil && t.Skip(req) {
 		return base.RoundTrip(req)
 	}
-	var reqBody []byte
-	if req.Body != nil {
-		b, err := io.ReadAll(req.Body)
-		if err != nil {
-			return nil, err
-		}
-		_ = req.Body.Close()
-		reqBody = b
-		req.Body = io.NopCloser(bytes.NewReader(b))
-	}
-	resp, err := base.RoundTrip(req)
+	reqBody, resp, respBody, err := Exchange(base, req)
 	if err != nil {
 		return nil, err
 	}
-	respBody, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(respBody))
 	if verr := t.Spec.Validate(req.Context(), req.Method, req.URL.RequestURI(), req.Header, reqBody, resp.StatusCode, resp.Header, respBody, !t.ResponsesOnly); verr != nil {
 		t.Report.Helper()
 		t.Report.Errorf("OpenAPI spec violation: %v", verr)
@@ -120,6 +104,29 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.checked++
 	t.mu.Unlock()
 	return resp, nil
+}
+
+// Exchange sends req through base with both bodies buffered: it returns
+// the request body it sent, and the response with its body read into
+// respBody (resp.Body reads it again), for checks of the whole exchange.
+func Exchange(base http.RoundTripper, req *http.Request) (reqBody []byte, resp *http.Response, respBody []byte, err error) {
+	if req.Body != nil {
+		if reqBody, err = io.ReadAll(req.Body); err != nil {
+			return nil, nil, nil, err
+		}
+		_ = req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(reqBody))
+	}
+	if resp, err = base.RoundTrip(req); err != nil {
+		return nil, nil, nil, err
+	}
+	respBody, err = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(respBody))
+	return reqBody, resp, respBody, nil
 }
 
 // Validate checks one exchange. Request bodies are validated only for
