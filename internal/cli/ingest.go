@@ -2,11 +2,9 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,9 +17,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/floe-lake/floe"
-	"github.com/floe-lake/floe/catalog"
-	"github.com/floe-lake/floe/internal/httperr"
 	"github.com/floe-lake/floe/lake/ingest"
 	"github.com/floe-lake/floe/mgmtapi"
 )
@@ -31,34 +26,16 @@ import (
 // data streams in the request body, and the server checks the caller's
 // privileges and records the audit event.
 
-// DefaultURL is the server the ingest commands talk to without --url.
-const DefaultURL = "http://127.0.0.1:8181"
-
 // ingestClient is the server connection of the ingest commands.
 type ingestClient struct {
-	url, token, credential, warehouse string
-	getenv                            func(string) string
-	http                              *http.Client
+	*apiClient
+	warehouse string
 }
 
 func bindIngestClient(fs *pflag.FlagSet, getenv func(string) string) *ingestClient {
-	c := &ingestClient{getenv: getenv, http: &http.Client{}}
-	fs.StringVar(&c.url, "url", "", "Floe server URL (env FLOE_URL; default "+DefaultURL+")")
-	fs.StringVar(&c.token, "token", "", "bearer token (env FLOE_TOKEN)")
-	fs.StringVar(&c.credential, "credential", "", "client_id:client_secret to obtain a token (env FLOE_CREDENTIAL)")
+	c := &ingestClient{apiClient: bindAPIClient(fs, getenv, DefaultURL, "Floe server URL (env FLOE_URL; default "+DefaultURL+")")}
 	fs.StringVar(&c.warehouse, "warehouse", "", "warehouse (env FLOE_WAREHOUSE; default floe)")
 	return c
-}
-
-func (c *ingestClient) base() string {
-	u := c.url
-	if u == "" {
-		u = c.getenv("FLOE_URL")
-	}
-	if u == "" {
-		u = DefaultURL
-	}
-	return strings.TrimSuffix(u, "/")
 }
 
 func (c *ingestClient) wh() string {
@@ -70,92 +47,6 @@ func (c *ingestClient) wh() string {
 		w = "floe"
 	}
 	return w
-}
-
-// bearer returns --token, FLOE_TOKEN, or a token obtained with the client
-// credentials of --credential or FLOE_CREDENTIAL.
-func (c *ingestClient) bearer(ctx context.Context) (string, error) {
-	for _, t := range []string{c.token, c.getenv("FLOE_TOKEN")} {
-		if t != "" {
-			return t, nil
-		}
-	}
-	cred := c.credential
-	if cred == "" {
-		cred = c.getenv("FLOE_CREDENTIAL")
-	}
-	id, secret, ok := strings.Cut(cred, ":")
-	if !ok || id == "" {
-		return "", floe.E(floe.Invalid, "", "give --token or --credential client_id:client_secret (or FLOE_TOKEN, FLOE_CREDENTIAL)")
-	}
-	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {id}, "client_secret": {secret}, "scope": {"catalog"}}
-	req, err := http.NewRequestWithContext(ctx, "POST", c.base()+"/v1/oauth/tokens", strings.NewReader(form.Encode()))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("token request to %s: %w", c.base(), err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		AccessToken string `json:"access_token"`
-	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&out) != nil || out.AccessToken == "" {
-		return "", fmt.Errorf("token request to %s: status %d", c.base(), resp.StatusCode)
-	}
-	return out.AccessToken, nil
-}
-
-// do sends a request to the management API and decodes the JSON answer
-// into out; an error answer becomes an error with the server's message.
-func (c *ingestClient) do(ctx context.Context, method, path string, body io.Reader, size int64, contentType string, out any) error {
-	tok, err := c.bearer(ctx)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base()+path, body)
-	if err != nil {
-		return err
-	}
-	if size >= 0 {
-		req.ContentLength = size
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Content-Type", contentType)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, c.base()+path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode >= 300 {
-		var e httperr.Response
-		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			return fmt.Errorf("%s (%d %s)", e.Error.Message, e.Error.Code, e.Error.Type)
-		}
-		return fmt.Errorf("%s %s: status %d: %.300s", method, path, resp.StatusCode, b)
-	}
-	return json.Unmarshal(b, out)
-}
-
-// tableURL is the management API path of a table.
-func tableURL(wh string, id catalog.Ident) string {
-	return "/api/v1/tables/" + url.PathEscape(wh) + "/" + url.PathEscape(strings.Join(id.Namespace, catalog.Sep)) + "/" + url.PathEscape(id.Name)
-}
-
-// tableArg reads NS.TABLE.
-func tableArg(s string) (catalog.Ident, error) {
-	levels := mgmtapi.ParseNamespace(s)
-	if len(levels) < 2 {
-		return catalog.Ident{}, floe.E(floe.Invalid, "table", "a table is named namespace.name, e.g. crm.accounts (got %q)", s)
-	}
-	id := catalog.Ident{Namespace: levels[:len(levels)-1], Name: levels[len(levels)-1]}
-	return id, id.Validate()
 }
 
 // parseSize reads a byte size: 134217728, 128MiB, 128MB, 512k, 1g.
