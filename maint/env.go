@@ -133,4 +133,5 @@ var (
 	_ Periodic = (*Compact)(nil)
 	_ Periodic = (*Orphans)(nil)
 	_ Periodic = (*Manifests)(nil)
+	_ Periodic = (*Lifecycle)(nil)
 )

@@ -26,6 +26,9 @@ type Request struct {
 	Expire    bool `json:"expire"`
 	Orphans   bool `json:"orphans"`
 	Manifests bool `json:"manifests"`
+	// Lifecycle moves files only old snapshots reference to the cold tier
+	// (when the table's policy turns lifecycle on).
+	Lifecycle bool `json:"lifecycle"`
 	// DryRun reports what would be done without changing anything.
 	DryRun bool `json:"dry_run"`
 }
@@ -41,6 +44,8 @@ type Maintainer struct {
 	Expire    *ExpireSnapshots
 	Orphans   *Orphans
 	Manifests *Manifests
+	// Lifecycle is the tiering job; nil leaves it out.
+	Lifecycle *Lifecycle
 	// Store guards and records runs; nil runs them unguarded and unrecorded.
 	Store RunStore
 	// Node names this node in leases and runs.
@@ -55,12 +60,12 @@ const onDemandTTL = time.Minute
 
 // Maintain runs the selected jobs on table id of warehouse wh, in the
 // order compaction, manifest rewriting, snapshot expiry, orphan removal,
-// and returns one report per job. It stops at the first error.
+// lifecycle tiering, and returns one report per job. It stops at the first error.
 func (m *Maintainer) Maintain(ctx context.Context, wh string, id catalog.Ident, req Request) ([]Report, error) {
 	if _, err := m.Env.Tables.LoadTable(ctx, wh, id); err != nil {
 		return nil, err
 	}
-	all := !req.Compact && !req.Expire && !req.Orphans && !req.Manifests
+	all := !req.Compact && !req.Expire && !req.Orphans && !req.Manifests && !req.Lifecycle
 	type step struct {
 		on  bool
 		job string
@@ -78,6 +83,9 @@ func (m *Maintainer) Maintain(ctx context.Context, wh string, id catalog.Ident, 
 		}},
 		{req.Orphans || all, OrphansJob, func(ctx context.Context) (Report, error) {
 			return m.Orphans.RemoveOrphans(ctx, wh, id, req.DryRun)
+		}},
+		{(req.Lifecycle || all) && m.Lifecycle != nil, LifecycleJob, func(ctx context.Context) (Report, error) {
+			return m.Lifecycle.TierTable(ctx, wh, id, req.DryRun)
 		}},
 	}
 	var out []Report

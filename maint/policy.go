@@ -51,6 +51,15 @@ const (
 	// Iceberg's history.expire.max-snapshot-age-ms and
 	// history.expire.min-snapshots-to-keep.
 	PropExpireEnabled = "floe.maintenance.snapshot.enabled"
+
+	// PropColdAfter (duration, e.g. "30d"; unset, "0" or "off": lifecycle
+	// off, the default) turns lifecycle tiering on: data files that no
+	// branch or tag head and no snapshot younger than this reference move
+	// to the embedded store's cold tier (see Lifecycle).
+	PropColdAfter = "floe.lifecycle.cold-after"
+	// PropLifecycleInterval (duration, default 24h) is how often the
+	// lifecycle job looks at a table.
+	PropLifecycleInterval = "floe.lifecycle.interval"
 )
 
 // Policy defaults.
@@ -66,6 +75,9 @@ const (
 	DefaultOrphanInterval   = 24 * time.Hour
 	DefaultMinManifests     = 16
 	DefaultManifestInterval = time.Hour
+	// DefaultLifecycleInterval is how often lifecycle looks at a table
+	// whose policy turns it on.
+	DefaultLifecycleInterval = 24 * time.Hour
 )
 
 // Policy is the maintenance policy of one table, resolved from defaults,
@@ -86,6 +98,10 @@ type Policy struct {
 	ManifestsEnabled  bool
 	MinManifests      int
 	ManifestsInterval time.Duration
+
+	// ColdAfter is the lifecycle age (0: lifecycle off).
+	ColdAfter         time.Duration
+	LifecycleInterval time.Duration
 }
 
 // DefaultPolicy returns the policy of a table that sets nothing, with
@@ -103,6 +119,7 @@ func DefaultPolicy(ret Retention) Policy {
 		ExpireEnabled:      true, Retention: ret,
 		OrphanEnabled: true, OrphanMinAge: DefaultOrphanMinAge, OrphanInterval: DefaultOrphanInterval,
 		ManifestsEnabled: true, MinManifests: DefaultMinManifests, ManifestsInterval: DefaultManifestInterval,
+		LifecycleInterval: DefaultLifecycleInterval,
 	}
 }
 
@@ -142,6 +159,13 @@ func (p Policy) Apply(props map[string]string) Policy {
 	boolean(PropManifestsEnabled, &p.ManifestsEnabled)
 	count(PropMinManifests, &p.MinManifests)
 	duration(PropManifestsInterval, &p.ManifestsInterval)
+	switch v := strings.TrimSpace(props[PropColdAfter]); v {
+	case "0", "off":
+		p.ColdAfter = 0
+	default:
+		duration(PropColdAfter, &p.ColdAfter)
+	}
+	duration(PropLifecycleInterval, &p.LifecycleInterval)
 	if v, ok := props[table.GCEnabledKey]; ok {
 		if gc, err := strconv.ParseBool(v); err == nil && !gc {
 			// The table's files may be shared with other tables: nothing

@@ -63,7 +63,7 @@ func TestMaintenance(t *testing.T) {
 
 	var res mgmtapi.MaintenanceResult
 	e.ok(t, 200, "POST", path+"/maintenance", map[string]any{"dry_run": true}).JSON(t, &res)
-	if len(res.Reports) != 4 || res.Reports[0].Job != maint.CompactJob || res.Reports[0].Changed ||
+	if len(res.Reports) != 5 || res.Reports[0].Job != maint.CompactJob || res.Reports[0].Changed || res.Reports[4].Job != maint.LifecycleJob ||
 		res.Reports[0].Stats["rewritten_data_files"] != 8 {
 		t.Fatalf("dry run: %+v", res)
 	}

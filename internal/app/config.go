@@ -39,6 +39,11 @@ type Config struct {
 	// (env FLOE_WAREHOUSE_DIR, default <data_dir>/warehouse). It is served
 	// as the bucket named after the warehouse.
 	WarehouseDir string `yaml:"warehouse_dir"`
+	// ColdDir is the cold tier of the embedded store (env FLOE_COLD_DIR,
+	// default <data_dir>/cold; "off" for none): lifecycle maintenance moves
+	// data files only old snapshots reference there, and reads find them
+	// there transparently. It may be another (cheaper, slower) disk.
+	ColdDir string `yaml:"cold_dir"`
 	// WarehouseLocation is the URI of the warehouse root (env
 	// FLOE_WAREHOUSE_LOCATION). Embedded storage: always s3://<warehouse>
 	// (a file:// URI here is taken as WarehouseDir). Storage "s3":
@@ -150,7 +155,7 @@ type Config struct {
 	SQLCacheBytes int64 `yaml:"sql_cache_bytes"`
 	// MaintenanceJobs names the jobs the background scheduler runs (env
 	// FLOE_MAINTENANCE_JOBS, comma-separated; default all: expire-snapshots,
-	// compact, rewrite-manifests, remove-orphans). See docs/maintenance.md.
+	// compact, rewrite-manifests, remove-orphans, lifecycle). See docs/maintenance.md.
 	MaintenanceJobs []string `yaml:"maintenance_jobs"`
 	// MaintenanceHook, if set, runs before each maintenance job (tests use it
 	// to observe or stall runs; not settable from YAML, env or flags).
@@ -234,6 +239,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	str("FLOE_PUBLIC_URL", &c.PublicURL)
 	str("FLOE_STORAGE", &c.Storage)
 	str("FLOE_WAREHOUSE_DIR", &c.WarehouseDir)
+	str("FLOE_COLD_DIR", &c.ColdDir)
 	str("FLOE_S3_LISTEN", &c.S3Listen)
 	str("FLOE_S3_PUBLIC_URL", &c.S3PublicURL)
 	str("FLOE_REGION", &c.Region)
@@ -382,6 +388,17 @@ func (c *Config) finishStorage() error {
 			return fmt.Errorf("warehouse_dir: %w", err)
 		}
 		c.WarehouseDir = abs
+		if c.ColdDir == "" {
+			c.ColdDir = filepath.Join(c.DataDir, "cold")
+			if rel, err := filepath.Rel(c.WarehouseDir, c.ColdDir); err == nil && !strings.HasPrefix(rel, "..") {
+				c.ColdDir = filepath.Join(c.WarehouseDir, ".floe-cold") // the warehouse is the data dir
+			}
+		}
+		if c.ColdDir != "off" {
+			if c.ColdDir, err = filepath.Abs(c.ColdDir); err != nil {
+				return fmt.Errorf("cold_dir: %w", err)
+			}
+		}
 		c.WarehouseLocation = "s3://" + c.Warehouse
 		if len(c.Warehouse) < 3 || len(c.Warehouse) > 63 || strings.ToLower(c.Warehouse) != c.Warehouse || strings.ContainsAny(c.Warehouse, "_.") {
 			return fmt.Errorf("warehouse %q: on embedded storage the warehouse is the bucket name: 3-63 lower-case letters, digits and '-'", c.Warehouse)

@@ -31,6 +31,10 @@ func (a *App) newMaintenance(ctx context.Context) (*maint.Maintainer, []maint.Jo
 	if a.objects != nil {
 		uploads = a.objects
 	}
+	var cold maint.ColdStore
+	if a.objects != nil && a.objects.ColdDir(a.cfg.Warehouse) != "" {
+		cold = a.objects
+	}
 	host, _ := os.Hostname()
 	m := &maint.Maintainer{
 		Env:       env,
@@ -38,10 +42,11 @@ func (a *App) newMaintenance(ctx context.Context) (*maint.Maintainer, []maint.Jo
 		Expire:    maint.NewExpireSnapshots(a.cat, maint.ExpireOptions{Retention: ret, Namespaces: a.cat, Logger: a.log}),
 		Orphans:   maint.NewOrphans(env, uploads),
 		Manifests: maint.NewManifests(env),
+		Lifecycle: maint.NewLifecycle(env, cold),
 		Store:     a.store,
 		Node:      host,
 	}
-	all := []maint.Job{m.Expire, m.Compact, m.Manifests, m.Orphans}
+	all := []maint.Job{m.Expire, m.Compact, m.Manifests, m.Orphans, m.Lifecycle}
 	if len(a.cfg.MaintenanceJobs) == 0 {
 		return m, all, nil
 	}
@@ -50,7 +55,7 @@ func (a *App) newMaintenance(ctx context.Context) (*maint.Maintainer, []maint.Jo
 		name = strings.TrimSpace(name)
 		i := slices.IndexFunc(all, func(j maint.Job) bool { return j.Name() == name })
 		if i < 0 {
-			return nil, nil, fmt.Errorf("maintenance_jobs: unknown job %q (jobs: expire-snapshots, compact, rewrite-manifests, remove-orphans)", name)
+			return nil, nil, fmt.Errorf("maintenance_jobs: unknown job %q (jobs: expire-snapshots, compact, rewrite-manifests, remove-orphans, lifecycle)", name)
 		}
 		jobs = append(jobs, all[i])
 	}

@@ -42,11 +42,16 @@ func (a *App) openStorage(ctx context.Context) (catalog.FileIO, error) {
 		kw = kr
 		a.keyring = kr
 	}
+	cold := cfg.ColdDir
+	if cold == "off" {
+		cold = ""
+	}
 	objs, err := bucket.New(bucket.Options{
 		Buckets:    map[string]string{cfg.Warehouse: cfg.WarehouseDir},
 		TempDir:    filepath.Join(cfg.DataDir, "staging"),
 		Encryption: kw,
 		Logger:     a.log,
+		ColdDir:    cold,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded object store: %w", err)
@@ -240,7 +245,7 @@ func (a *App) RewrapObjects(ctx context.Context) (RewrapResult, error) {
 	if a.keyring == nil {
 		return res, fmt.Errorf("encryption is off: nothing to re-wrap")
 	}
-	err := filepath.WalkDir(a.cfg.WarehouseDir, func(path string, d fs.DirEntry, err error) error {
+	walk := func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -269,6 +274,12 @@ func (a *App) RewrapObjects(ctx context.Context) (RewrapResult, error) {
 			res.Rewrapped++
 		}
 		return nil
-	})
-	return res, err
+	}
+	// The warehouse and its cold tier.
+	for _, dir := range a.objects.Dirs(a.cfg.Warehouse) {
+		if err := filepath.WalkDir(dir, walk); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }

@@ -9,8 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Delete removes bucket/key. A missing key is not an error. Directories
-// left empty are removed, up to (not including) the bucket root.
+// Delete removes bucket/key, from the bucket root and the cold tier. A
+// missing key is not an error. Directories left empty are removed, up to
+// (not including) the bucket root.
 func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 	b, err := s.lookup(bucket, key)
 	if err != nil {
@@ -19,15 +20,28 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 	if err := ctxErr(ctx, "delete"); err != nil {
 		return err
 	}
-	dir, base := splitPath(filePath(key))
 	unlock := s.lock(bucket, key)
 	defer unlock()
+	if err := s.unlink(b, key); err != nil {
+		return err
+	}
+	if b.cold != nil {
+		return s.unlink(b.cold, key)
+	}
+	return nil
+}
+
+// unlink removes the file of key (already validated) from b's tree, if it
+// is there, and prunes the directories it leaves empty. The caller holds
+// the key's lock.
+func (s *Store) unlink(b *bucketRoot, key string) error {
+	dir, base := splitPath(filePath(key))
 	d, err := b.root.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		if isNotExist(err) {
 			return nil
 		}
-		return fmt.Errorf("delete %s/%s: %w", bucket, key, err)
+		return fmt.Errorf("delete %s/%s: %w", b.name, key, err)
 	}
 	err = withFd(d, func(fd int) error { return unix.Unlinkat(fd, base, 0) })
 	if err == nil {
@@ -39,7 +53,7 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 	case unix.ENOENT, unix.EISDIR, unix.ENOTDIR:
 		return nil // no such object (a "directory" is not one)
 	default:
-		return fmt.Errorf("delete %s/%s: %w", bucket, key, err)
+		return fmt.Errorf("delete %s/%s: %w", b.name, key, err)
 	}
 	s.prune(b, dir)
 	return nil
@@ -81,18 +95,30 @@ func (s *Store) deletePrefix(ctx context.Context, bucket, prefix string) error {
 	if err := ctxErr(ctx, "delete prefix"); err != nil {
 		return err
 	}
+	if err := s.removeDir(b, prefix); err != nil {
+		return err
+	}
+	if b.cold != nil {
+		return s.removeDir(b.cold, prefix)
+	}
+	return nil
+}
+
+// removeDir removes the directory prefix (ending in "/") from b's tree and
+// prunes its empty parents.
+func (s *Store) removeDir(b *bucketRoot, prefix string) error {
 	dir := strings.TrimSuffix(prefix, "/")
 	fi, err := b.root.Lstat(dir)
 	switch {
 	case err != nil && isNotExist(err):
 		return nil
 	case err != nil:
-		return fmt.Errorf("delete prefix %s/%s: %w", bucket, prefix, err)
+		return fmt.Errorf("delete prefix %s/%s: %w", b.name, prefix, err)
 	case !fi.IsDir():
 		return nil
 	}
 	if err := b.root.RemoveAll(dir); err != nil {
-		return fmt.Errorf("delete prefix %s/%s: %w", bucket, prefix, err)
+		return fmt.Errorf("delete prefix %s/%s: %w", b.name, prefix, err)
 	}
 	parent, _ := splitPath(dir)
 	s.prune(b, parent)

@@ -195,8 +195,15 @@ func (s *Store) headFile(b *bucketRoot, key string) (ObjectInfo, error) {
 // openObject opens the file of b/key (key already validated) and reads its
 // info. Missing files, directories, special files and paths that leave the
 // root through a symbolic link are all NoSuchKey.
+//
+// An object missing from the bucket root is looked for in the cold tier,
+// which MoveToCold fills before it removes the root's copy, so a reader
+// finds the object in one or the other throughout a move.
 func (s *Store) openObject(b *bucketRoot, key string) (*os.File, fileInfo, error) {
 	f, err := b.root.OpenFile(filePath(key), os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil && b.cold != nil && (isNotExist(err) || errno(err) == unix.EISDIR) {
+		f, err = b.cold.root.OpenFile(filePath(key), os.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	}
 	if err != nil {
 		if isNotExist(err) || errno(err) == unix.EISDIR {
 			return nil, fileInfo{}, noSuchKey(b.name, key)

@@ -44,22 +44,43 @@ type ListResult struct {
 // start key; with a Delimiter, a directory whose keys all share one common
 // prefix is reported without being walked. Symbolic links, special files,
 // reserved names and file names that are not valid keys are not listed.
+//
+// With a cold tier, both trees are listed and merged: an object that is in
+// both (during a move) is listed once, with the bucket root's info.
 func (s *Store) List(ctx context.Context, bucket string, o ListOptions) (ListResult, error) {
 	b, err := s.bucket(bucket)
 	if err != nil {
 		return ListResult{}, err
 	}
-	l := &lister{s: s, b: b, ctx: ctx, prefix: o.Prefix, delim: o.Delimiter, after: o.StartAfter, max: o.MaxKeys}
-	if l.max <= 0 || l.max > MaxListKeys {
-		l.max = MaxListKeys
+	after, limit := o.StartAfter, o.MaxKeys
+	if limit <= 0 || limit > MaxListKeys {
+		limit = MaxListKeys
 	}
 	if o.ContinuationToken != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(o.ContinuationToken)
 		if err != nil || !utf8.Valid(raw) {
 			return ListResult{}, errorf(CodeInvalidArgument, "the continuation token provided is incorrect")
 		}
-		l.after = string(raw)
+		after = string(raw)
 	}
+	res, err := s.listTree(ctx, b, o.Prefix, o.Delimiter, after, limit)
+	if err != nil || b.cold == nil {
+		return res, err
+	}
+	cold, err := s.listTree(ctx, b.cold, o.Prefix, o.Delimiter, after, limit)
+	if err != nil {
+		return ListResult{}, err
+	}
+	if cold.KeyCount == 0 && !cold.IsTruncated {
+		return res, nil
+	}
+	return mergeLists(res, cold, limit), nil
+}
+
+// listTree lists one page of the keys of one tree (a bucket root or its
+// cold tier) after the key after.
+func (s *Store) listTree(ctx context.Context, b *bucketRoot, prefix, delim, after string, limit int) (ListResult, error) {
+	l := &lister{s: s, b: b, ctx: ctx, prefix: prefix, delim: delim, after: after, max: limit}
 	if len(l.prefix) > MaxKeyLen {
 		return ListResult{}, nil
 	}
@@ -77,14 +98,14 @@ func (s *Store) List(ctx context.Context, bucket string, o ListOptions) (ListRes
 		if isNotExist(err) {
 			return ListResult{}, nil
 		}
-		return ListResult{}, fmt.Errorf("list %s: %w", bucket, err)
+		return ListResult{}, fmt.Errorf("list %s: %w", b.name, err)
 	}
 	// Reopen outside the Root: ReadDir on a file opened through an
 	// os.Root lstats every entry, while a plain one uses d_type.
 	d, err := openDirAt(rd, ".")
 	_ = rd.Close()
 	if err != nil {
-		return ListResult{}, fmt.Errorf("list %s: %w", bucket, err)
+		return ListResult{}, fmt.Errorf("list %s: %w", b.name, err)
 	}
 	err = l.walk(d, startDir)
 	_ = d.Close()
@@ -97,6 +118,99 @@ func (s *Store) List(ctx context.Context, bucket string, o ListOptions) (ListRes
 		res.NextContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(l.last))
 	}
 	return res, nil
+}
+
+// listItem is an object (info != nil) or a common prefix of a page.
+type listItem struct {
+	key  string
+	info *ObjectInfo
+}
+
+// items returns the objects and common prefixes of r in key order.
+func (r ListResult) items() []listItem {
+	out := make([]listItem, 0, r.KeyCount)
+	i, j := 0, 0
+	for i < len(r.Objects) || j < len(r.CommonPrefixes) {
+		if j == len(r.CommonPrefixes) || i < len(r.Objects) && r.Objects[i].Key < r.CommonPrefixes[j] {
+			out = append(out, listItem{key: r.Objects[i].Key, info: &r.Objects[i]})
+			i++
+		} else {
+			out = append(out, listItem{key: r.CommonPrefixes[j]})
+			j++
+		}
+	}
+	return out
+}
+
+// mergeLists merges the pages of the same listing from the bucket root
+// (hot) and the cold tier into one page of at most limit entries. A key in
+// both is listed once, with hot's info. A page that was truncated only
+// covers keys up to its last one, so the merged page stops there too.
+func mergeLists(hot, cold ListResult, limit int) ListResult {
+	a, b := hot.items(), cold.items()
+	// Keys after the last key of a truncated page may miss entries of
+	// that page's tree: stop at the lowest such key.
+	var bound string
+	bounded := false
+	for _, p := range []struct {
+		items     []listItem
+		truncated bool
+	}{{a, hot.IsTruncated}, {b, cold.IsTruncated}} {
+		if p.truncated && len(p.items) > 0 {
+			if k := p.items[len(p.items)-1].key; !bounded || k < bound {
+				bound, bounded = k, true
+			}
+		}
+	}
+	var out ListResult
+	n := 0
+	add := func(it listItem) bool {
+		if bounded && it.key > bound || n == limit {
+			out.IsTruncated = true
+			return false
+		}
+		n++
+		if it.info != nil {
+			out.Objects = append(out.Objects, *it.info)
+		} else {
+			out.CommonPrefixes = append(out.CommonPrefixes, it.key)
+		}
+		return true
+	}
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var it listItem
+		switch {
+		case j == len(b) || i < len(a) && a[i].key < b[j].key:
+			it = a[i]
+			i++
+		case i == len(a) || b[j].key < a[i].key:
+			it = b[j]
+			j++
+		default: // in both: the root's copy wins
+			it = a[i]
+			i++
+			j++
+		}
+		if !add(it) {
+			break
+		}
+	}
+	if hot.IsTruncated || cold.IsTruncated {
+		out.IsTruncated = true
+	}
+	out.KeyCount = len(out.Objects) + len(out.CommonPrefixes)
+	if out.IsTruncated {
+		last := ""
+		if len(out.Objects) > 0 {
+			last = out.Objects[len(out.Objects)-1].Key
+		}
+		if k := len(out.CommonPrefixes); k > 0 && out.CommonPrefixes[k-1] > last {
+			last = out.CommonPrefixes[k-1]
+		}
+		out.NextContinuationToken = base64.RawURLEncoding.EncodeToString([]byte(last))
+	}
+	return out
 }
 
 // errStop ends a walk early (page full).
@@ -172,6 +286,9 @@ func (l *lister) walk(d *os.File, dirPrefix string) error {
 		}
 		return catCompare(dirPrefix, e.sk, l.prefix) >= 0 && catCompare(dirPrefix, e.sk, l.after) > 0
 	})
+	if errors.Is(err, unix.ENOENT) {
+		return nil // removed (pruned empty) since we opened it
+	}
 	if err != nil {
 		return err
 	}

@@ -335,6 +335,11 @@ func (s *Store) publish(b *bucketRoot, key string, st *staged, ifMatch, ifNoneMa
 			return errorf(CodePreconditionFailed, "If-None-Match %s matches the current ETag of %q", ifNoneMatch, key)
 		}
 	}
+	if ifNoneMatch == "*" && b.cold != nil {
+		if fi, err := b.cold.root.Stat(filePath(key)); err == nil && fi.Mode().IsRegular() {
+			return errorf(CodePreconditionFailed, "the key %q already exists (If-None-Match: *)", key)
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		d, err := s.openDir(b, key, dir)
 		if err != nil {
@@ -358,6 +363,12 @@ func (s *Store) publish(b *bucketRoot, key string, st *staged, ifMatch, ifNoneMa
 				_ = os.Remove(st.path)
 			}
 			st.done = true
+			if b.cold != nil {
+				// The new object replaces a cold copy, if any.
+				if err := s.unlink(b.cold, key); err != nil {
+					s.log.Warn("bucket store: cannot remove the replaced cold copy", "bucket", b.name, "key", key, "err", err)
+				}
+			}
 			return nil
 		case e == unix.ENOENT && attempt < 8:
 			// A concurrent Delete pruned the (then empty) directory

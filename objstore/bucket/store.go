@@ -55,6 +55,12 @@ type Options struct {
 	// MinPartSize is the smallest size of a non-last part (default 5 MiB,
 	// as in S3; tests may lower it).
 	MinPartSize int64
+	// ColdDir, when set, is the cold tier: bucket b's cold objects live in
+	// ColdDir/b, laid out like the bucket root (see MoveToCold). Get, Head,
+	// Copy, List and Delete cover both tiers. It must not be inside a
+	// bucket root (unless under a ".floe-*" directory); each ColdDir/b must
+	// be on ColdDir's file system. "" means no cold tier.
+	ColdDir string
 }
 
 // Store is the storage engine: objects are files under each bucket's root
@@ -75,12 +81,17 @@ type Store struct {
 	uploadLocks [lockStripes]sync.Mutex // per upload: part publish, complete, abort; taken before locks
 	bufs        sync.Pool
 	noXattr     atomic.Bool // set once the file system refused an xattr
+
+	coldStaging *os.File     // ColdDir/.floe-staging
+	moveSeq     atomic.Int64 // distinguishes staging names of moves
+	forceCopy   bool         // tests: copy to the cold tier even where a hard link would do
 }
 
 type bucketRoot struct {
 	name string
 	dir  string
 	root *os.Root
+	cold *bucketRoot // the bucket's cold tier; nil without one
 }
 
 // New opens the buckets, creating missing root and staging directories,
@@ -168,6 +179,11 @@ func New(o Options) (*Store, error) {
 	if s.uploads, err = os.OpenRoot(filepath.Join(tmp, uploadsSub)); err != nil {
 		return nil, fmt.Errorf("bucket store: temp dir: %w", err)
 	}
+	if o.ColdDir != "" {
+		if err := s.openCold(o.ColdDir); err != nil {
+			return nil, err
+		}
+	}
 	s.cleanStaging()
 	s.cleanUploads()
 	ok = true
@@ -225,6 +241,12 @@ func (s *Store) Close() error {
 	var errs []error
 	for _, b := range s.buckets {
 		errs = append(errs, b.root.Close())
+		if b.cold != nil {
+			errs = append(errs, b.cold.root.Close())
+		}
+	}
+	if s.coldStaging != nil {
+		errs = append(errs, s.coldStaging.Close())
 	}
 	if s.staging != nil {
 		errs = append(errs, s.staging.Close())
