@@ -40,7 +40,7 @@ type analysis struct {
 // systemPatches complete DuckDB's pg_catalog views where psql needs more.
 var systemPatches = map[string]string{
 	"pg_class":                 "SELECT *, false AS relforcerowsecurity FROM pg_catalog.pg_class",
-	"pg_policy":                "SELECT 0::BIGINT AS oid, ''::VARCHAR AS polname, 0::BIGINT AS polrelid, ''::VARCHAR AS polcmd, true AS polpermissive, []::BIGINT[] AS polroles, NULL::VARCHAR AS polqual, NULL::VARCHAR AS polwithcheck WHERE false",
+	"pg_policy":                "SELECT 0::BIGINT AS oid, ''::VARCHAR AS polname, 0::BIGINT AS polrelid, ''::VARCHAR AS polcmd, true AS polpermissive, NULL AS polroles, NULL::VARCHAR AS polqual, NULL::VARCHAR AS polwithcheck WHERE false",
 	"pg_statistic_ext":         "SELECT 0::BIGINT AS oid, 0::BIGINT AS stxrelid, ''::VARCHAR AS stxname, 0::BIGINT AS stxnamespace, []::INTEGER[] AS stxkeys, []::VARCHAR[] AS stxkind, -1 AS stxstattarget, NULL::VARCHAR AS stxexprs WHERE false",
 	"pg_publication":           "SELECT 0::BIGINT AS oid, ''::VARCHAR AS pubname, false AS puballtables, false AS pubinsert, false AS pubupdate, false AS pubdelete, false AS pubtruncate, false AS pubviaroot WHERE false",
 	"pg_inherits":              "SELECT 0::BIGINT AS inhrelid, 0::BIGINT AS inhparent, 0 AS inhseqno, false AS inhdetachpending WHERE false",
@@ -48,8 +48,9 @@ var systemPatches = map[string]string{
 	"pg_rewrite":               "SELECT 0::BIGINT AS oid, ''::VARCHAR AS rulename, 0::BIGINT AS ev_class, 'O' AS ev_enabled, '1' AS ev_type WHERE false",
 	"pg_partitioned_table":     "SELECT 0::BIGINT AS partrelid, 'r' AS partstrat WHERE false",
 	"pg_foreign_table":         "SELECT 0::BIGINT AS ftrelid, 0::BIGINT AS ftserver, []::VARCHAR[] AS ftoptions WHERE false",
-	"pg_publication_rel":       "SELECT 0::BIGINT AS oid, 0::BIGINT AS prpubid, 0::BIGINT AS prrelid WHERE false",
+	"pg_publication_rel":       "SELECT 0::BIGINT AS oid, 0::BIGINT AS prpubid, 0::BIGINT AS prrelid, NULL::VARCHAR AS prqual, NULL::SMALLINT[] AS prattrs WHERE false",
 	"pg_publication_namespace": "SELECT 0::BIGINT AS oid, 0::BIGINT AS pnpubid, 0::BIGINT AS pnnspid WHERE false",
+	"pg_roles":                 pgRoles,
 }
 
 // systemViews are the catalog views a statement may read: DuckDB answers
@@ -138,6 +139,9 @@ func (a *analysis) walkNode(n node, ctes []string) error {
 	class, _ := n["class"].(string)
 	switch {
 	case typ == "TABLE_FUNCTION":
+		if generatorFunction(n) {
+			break // its arguments are checked below
+		}
 		name := "a table function"
 		if f, ok := n["function"].(node); ok {
 			if fn, ok := f["function_name"].(string); ok {
@@ -335,8 +339,9 @@ func pgCompat(n node) {
 // pgMacros are PostgreSQL catalog functions DuckDB lacks, defined in every
 // session (by name: parameters and body).
 var pgMacros = map[string]string{
-	"pg_get_expr":                     "(e, r, p) AS NULL::VARCHAR",
+	"pg_get_expr":                     "(e, r) AS NULL::VARCHAR, (e, r, p) AS NULL::VARCHAR",
 	"pg_get_userbyid":                 "(id) AS 'floe'",
+	"floe_regclass":                   "(n) AS (SELECT min(oid) FROM pg_catalog.pg_class WHERE relname = split_part(n, '.', -1))",
 	"obj_description":                 "(id, cat) AS NULL::VARCHAR",
 	"col_description":                 "(id, col) AS NULL::VARCHAR",
 	"shobj_description":               "(id, cat) AS NULL::VARCHAR",
@@ -345,4 +350,10 @@ var pgMacros = map[string]string{
 	"pg_get_constraintdef":            "(id, pretty) AS NULL::VARCHAR",
 	"pg_get_statisticsobjdef_columns": "(id) AS NULL::VARCHAR",
 	"pg_relation_is_publishable":      "(id) AS false",
+	"array_to_string":                 arrayToString,
+	"pg_table_size":                   "(id) AS NULL::BIGINT",
+	"pg_relation_size":                "(id) AS NULL::BIGINT",
+	"pg_total_relation_size":          "(id) AS NULL::BIGINT",
+	"pg_indexes_size":                 "(id) AS NULL::BIGINT",
+	"array_upper":                     "(arr, dim) AS CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END",
 }

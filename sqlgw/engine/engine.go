@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -51,6 +52,9 @@ type Caller struct {
 	// Unrestricted callers read everything (authentication or
 	// authorization is off).
 	Unrestricted bool
+	// ReadOnly callers may not change tables (a token with scope
+	// catalog:read), whatever their grants.
+	ReadOnly bool
 }
 
 // Defaults of Options.
@@ -144,6 +148,8 @@ type session struct {
 	pg           *pgwire.Session
 	sub          authz.Subject
 	unrestricted bool
+	readOnly     bool
+	dmlSeq       int // names the temporary tables of DML statements
 	db           *duckdb.Connector
 	conn         *duckdb.Conn
 	catalogSig   string // what the catalog stand-ins were built from
@@ -167,7 +173,7 @@ func (e *Engine) StartSession(ctx context.Context, s *pgwire.Session) error {
 		db.Close()
 		return fmt.Errorf("connect duckdb: %w", err)
 	}
-	ss := &session{e: e, pg: s, sub: c.Subject, unrestricted: c.Unrestricted, db: db, conn: dc.(*duckdb.Conn)}
+	ss := &session{e: e, pg: s, sub: c.Subject, unrestricted: c.Unrestricted, readOnly: c.ReadOnly, db: db, conn: dc.(*duckdb.Conn)}
 	if err := ss.configure(ctx); err != nil {
 		ss.close()
 		return err
@@ -229,6 +235,7 @@ func (ss *session) configure(ctx context.Context) error {
 
 // serialize parses one SQL text with DuckDB into syntax trees.
 func (ss *session) serialize(ctx context.Context, sql string) ([]node, error) {
+	sql = rewriteRegclass(sql)
 	js, err := ss.scalar(ctx, "SELECT CAST(json_serialize_sql($1::VARCHAR) AS VARCHAR)", sql)
 	if err != nil {
 		return nil, err
@@ -247,6 +254,19 @@ func (ss *session) serialize(ctx context.Context, sql string) ([]node, error) {
 		}
 	}
 	return stmts, nil
+}
+
+// regclassLiteral matches 'name'::regclass, which JDBC's and BI tools'
+// catalog queries use and DuckDB cannot cast (regclass is an integer there).
+var regclassLiteral = regexp.MustCompile(`'([A-Za-z0-9_.]*)'\s*::\s*(?:pg_catalog\.)?regclass\b`)
+
+// rewriteRegclass turns 'name'::regclass into a lookup of the name in
+// pg_class (the floe_regclass macro).
+func rewriteRegclass(sql string) string {
+	if !strings.Contains(strings.ToLower(sql), "regclass") {
+		return sql
+	}
+	return regclassLiteral.ReplaceAllString(sql, "pg_catalog.floe_regclass('$1')")
 }
 
 // parseError is a statement json_serialize_sql did not take.
@@ -300,6 +320,14 @@ func (e *Engine) Prepare(ctx context.Context, s *pgwire.Session, sql string, par
 	}
 	if u, ok := parseUtility(sql); ok {
 		return ss.utility(u)
+	}
+	if dmlKeyword(sql) != 0 {
+		st, err := ss.prepareDML(ctx, sql, paramOIDs)
+		if err != nil {
+			ss.auditQuery(ctx, sql, nil, -1, err)
+			return nil, ss.publicError(err, false)
+		}
+		return st, nil
 	}
 	st, err := ss.prepareSelect(ctx, sql, paramOIDs)
 	if err != nil {

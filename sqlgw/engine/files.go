@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 	icebergio "github.com/apache/iceberg-go/io"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sys/unix"
 
 	"github.com/floe-lake/floe"
@@ -58,7 +60,8 @@ func (b BucketSource) LocalPath(ctx context.Context, location string) (string, b
 	if err := bucket.ValidateKey(key); err != nil {
 		return "", false, err
 	}
-	return filepath.Join(root, filepath.FromSlash(key)), true, nil
+	p, err := b.Store.ObjectPath(bk, key) // in the bucket root or its cold tier
+	return p, err == nil, err
 }
 
 // Open returns the decrypted object.
@@ -78,7 +81,7 @@ func (b BucketSource) Open(ctx context.Context, location string) (io.ReadCloser,
 func (b BucketSource) Dirs() []string {
 	var out []string
 	for _, name := range b.Store.Buckets() {
-		out = append(out, b.Store.Root(name))
+		out = append(out, b.Store.Dirs(name)...) // the root and its cold tier
 	}
 	return out
 }
@@ -100,7 +103,23 @@ type fileCache struct {
 	entries map[string]*list.Element // of *cachedFile
 	lru     *list.List               // front: most recently used
 	loading map[string]*loadCall
+
+	// shapes holds the top-level columns of data files by location
+	// (files are immutable, so an entry never goes stale).
+	shapes *lru.Cache[string, []fileField]
 }
+
+// fileField is a top-level column of a Parquet file.
+type fileField struct {
+	id   int
+	name string
+	// text is set for a column of a primitive type annotated as UTF-8
+	// text (other byte arrays read as BLOB).
+	text bool
+}
+
+// defaultShapeEntries bounds the cache of data file column lists.
+const defaultShapeEntries = 65536
 
 type cachedFile struct {
 	location string
@@ -116,7 +135,56 @@ type loadCall struct {
 }
 
 func newFileCache(src ObjectSource, budget int64) *fileCache {
-	return &fileCache{src: src, budget: budget, entries: map[string]*list.Element{}, lru: list.New(), loading: map[string]*loadCall{}}
+	shapes, err := lru.New[string, []fileField](defaultShapeEntries)
+	if err != nil {
+		panic(err) // only for a size <= 0
+	}
+	return &fileCache{src: src, budget: budget, entries: map[string]*list.Element{}, lru: list.New(), loading: map[string]*loadCall{}, shapes: shapes}
+}
+
+// fields returns the top-level columns (field id and name) of the data
+// file at location, readable at path (a path returned by c.path and still
+// pinned), from its Parquet footer; ok is false when the footer cannot be
+// read or a column has no field id.
+func (c *fileCache) fields(location, path string) (_ []fileField, ok bool) {
+	if ff, ok := c.shapes.Get(location); ok {
+		return ff, ff != nil
+	}
+	ff := readFields(path)
+	c.shapes.Add(location, ff)
+	return ff, ff != nil
+}
+
+// readFields reads the top-level columns of a Parquet file; nil when it
+// cannot. The file comes from the warehouse, so a footer the Parquet
+// library chokes on (even by panicking) only means "unknown".
+func readFields(path string) (out []fileField) {
+	defer func() {
+		if recover() != nil {
+			out = nil
+		}
+	}()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	r, err := file.NewParquetReader(f)
+	if err != nil {
+		return nil
+	}
+	root := r.MetaData().Schema.Root()
+	out = make([]fileField, 0, root.NumFields())
+	for i := range root.NumFields() {
+		n := root.Field(i)
+		if n.FieldID() < 0 {
+			return nil
+		}
+		_, str := n.LogicalType().(schema.StringLogicalType)
+		text := n.Type() == schema.Primitive && (str || n.ConvertedType() == schema.ConvertedTypes.UTF8)
+		out = append(out, fileField{id: int(n.FieldID()), name: n.Name(), text: text})
+	}
+	return out
 }
 
 // pinSet is the files one query holds; release unpins them all.

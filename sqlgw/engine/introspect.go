@@ -46,6 +46,9 @@ func (ss *session) syncCatalog(ctx context.Context) error {
 		fmt.Fprintf(&sig, "policy %d\n", pol.Version())
 	}
 	for _, ns := range nss {
+		if reservedSchemas[strings.ToLower(ns.String())] {
+			continue // DuckDB's own catalogs and schemas: a stand-in would clash (queries still reach the table)
+		}
 		names, err := e.opts.Catalog.List(ctx, wh, ns, catalog.KindTable, "", 0)
 		if err != nil {
 			if floe.KindOf(err) == floe.NotFound {
@@ -90,6 +93,12 @@ func (ss *session) syncCatalog(ctx context.Context) error {
 	ss.catalogSig = sig.String()
 	return nil
 }
+
+// reservedSchemas are names DuckDB gives its own catalogs and schemas; a
+// namespace of that name (such as Floe's "system") has no stand-in schema,
+// which would make DuckDB's catalog views ambiguous.
+var reservedSchemas = map[string]bool{"system": true, "temp": true, "memory": true, "main": true,
+	"pg_catalog": true, "information_schema": true}
 
 func anyShows(filters []authz.DataFilter, col string) bool {
 	for _, f := range filters {
@@ -151,6 +160,9 @@ func (ss *session) buildStandIns(ctx context.Context, tables []standIn) error {
 		defs := make([]string, len(t.cols))
 		for i, c := range t.cols {
 			defs[i] = quoteIdent(c.name) + " " + c.typ
+			if c.required {
+				defs[i] += " NOT NULL"
+			}
 		}
 		fmt.Fprintf(&b, "CREATE TABLE %s.%s (%s);\n", quoteIdent(t.schema), quoteIdent(t.name), strings.Join(defs, ", "))
 	}
@@ -161,4 +173,41 @@ func (ss *session) buildStandIns(ctx context.Context, tables []standIn) error {
 		return fmt.Errorf("catalog stand-ins: %w", err)
 	}
 	return nil
+}
+
+// pgRoles stands in for pg_catalog.pg_roles, which DuckDB lacks: one role,
+// the owner pg_get_userbyid names.
+const pgRoles = "SELECT 10::BIGINT AS oid, 'floe' AS rolname, false AS rolsuper, true AS rolinherit, false AS rolcreaterole, " +
+	"false AS rolcreatedb, true AS rolcanlogin, false AS rolreplication, -1 AS rolconnlimit, NULL::TIMESTAMPTZ AS rolvaliduntil, " +
+	"false AS rolbypassrls, NULL::VARCHAR[] AS rolconfig"
+
+// arrayToString is PostgreSQL's array_to_string(array, separator) (NULL
+// elements skipped). DuckDB's own pg_catalog.array_to_string does not bind
+// when called by its qualified name, as psql's \d calls it; the session's
+// macro of the same name is called instead.
+const arrayToString = "(arr, sep) AS CASE WHEN len(CAST(arr AS VARCHAR[])) = 0 THEN '' ELSE list_aggr(CAST(arr AS VARCHAR[]), 'string_agg', sep) END"
+
+// generatorFunctions are table functions a query may call: they only
+// compute rows from their arguments. Only what psql needs is let through
+// (its \d calls pg_catalog.generate_series); other table functions stay
+// refused.
+var generatorFunctions = setOf("generate_series")
+
+// generatorFunction reports whether a TABLE_FUNCTION node calls one of the
+// generatorFunctions, unqualified or in pg_catalog; it drops a pg_catalog
+// qualifier, which DuckDB does not know for them.
+func generatorFunction(n node) bool {
+	f, ok := n["function"].(node)
+	if !ok || f["class"] != "FUNCTION" {
+		return false
+	}
+	name, _ := f["function_name"].(string)
+	schema, _ := f["schema"].(string)
+	catalog, _ := f["catalog"].(string)
+	if !generatorFunctions[name] || catalog != "" || schema != "" && schema != "pg_catalog" {
+		return false
+	}
+	f["schema"] = ""
+	f["qualified_name"] = node{"path": []any{name}}
+	return true
 }

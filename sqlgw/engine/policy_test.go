@@ -216,9 +216,10 @@ func TestAdversarial(t *testing.T) {
 		{"EXPORT DATABASE '/tmp/exp'", "42501"},
 		{"IMPORT DATABASE '/tmp/exp'", "42501"},
 		{"USE memory", "42501"},
-		{"INSERT INTO crm.people VALUES (1, 'x', 'eu', 'y', 1)", "0A000"},
-		{"DELETE FROM crm.people", "0A000"},
-		{"UPDATE crm.people SET name = 'x'", "0A000"},
+		{"INSERT INTO crm.people VALUES (1, 'x', 'eu', 'y', 1)", "42501"}, // no MODIFY (and a data filter)
+		{"DELETE FROM crm.people", "42501"},
+		{"UPDATE crm.people SET name = 'x'", "42501"},
+		{"MERGE INTO crm.people t USING crm.secret s ON t.id = s.id WHEN MATCHED THEN DELETE", "42501"},
 		{"EXPLAIN SELECT * FROM crm.people", "0A000"},
 		{"DESCRIBE crm.people", "0A000"},
 		{"SUMMARIZE crm.people", "0A000"},

@@ -58,8 +58,7 @@ func TestPsql(t *testing.T) {
 	if err != nil || !strings.Contains(out, "people") || !strings.Contains(out, "staff") {
 		t.Fatalf(`\dt *.*: %v\n%s`, err, out)
 	}
-	// information_schema answers what \d would (psql's \d itself needs more
-	// of pg_catalog than the endpoint emulates yet).
+	// information_schema answers as well.
 	out, err = e.psql(t, "admin", tok, "-A", "-t", "-c", "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'crm' AND table_name = 'people' ORDER BY ordinal_position")
 	if err != nil || !strings.Contains(out, "salary|DOUBLE") || !strings.Contains(out, "id|BIGINT") {
 		t.Fatalf("information_schema.columns: %v\n%s", err, out)
@@ -67,5 +66,42 @@ func TestPsql(t *testing.T) {
 	// A wrong token does not log in.
 	if out, err = e.psql(t, "admin", "not-a-token", "-c", "SELECT 1"); err == nil || !strings.Contains(out, "28P01") && !strings.Contains(out, "authentication failed") {
 		t.Fatalf("bad token: %v\n%s", err, out)
+	}
+}
+
+// TestPsqlDescribe runs psql's describe commands (\d and friends), which
+// read pg_catalog with the queries psql itself builds.
+func TestPsqlDescribe(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createPeople(t, "crm", "people")
+	appendPeople(t, tbl, people(3)...)
+	e.createPeople(t, "hr", "staff")
+	tok := e.f.Token(t)
+	for _, c := range []struct {
+		cmd  string
+		want []string
+		not  []string
+	}{
+		{`\d crm.people`, []string{`Table "crm.people"`, "id", "int8", "not null", "name", "varchar", "salary", "float8"}, []string{"staff"}},
+		{`\d hr.staff`, []string{`Table "hr.staff"`, "ssn"}, nil},
+		{`\dn`, []string{"crm", "hr"}, nil},
+		{`\d`, []string{"people", "staff", "table"}, nil},
+		{`\dt+ crm.*`, []string{"people"}, []string{"staff"}},
+	} {
+		out, err := e.psql(t, "admin", tok, "-c", c.cmd)
+		if err != nil {
+			t.Errorf("%s: %v\n%s", c.cmd, err, out)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: no %q in\n%s", c.cmd, w, out)
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(out, w) {
+				t.Errorf("%s: %q in\n%s", c.cmd, w, out)
+			}
+		}
 	}
 }
