@@ -3,9 +3,9 @@
 #
 #   - a virtualenv with the pinned pyspark and pytest
 #     (tests/interop/spark/requirements.txt; reinstalled only when it changes),
-#   - the pinned Iceberg Spark runtime and Iceberg AWS bundle jars
-#     (tests/interop/spark/versions.env), fetched from Maven Central with mvn
-#     into a cache directory.
+#   - the pinned Iceberg Spark runtime and Iceberg AWS bundle jars and the
+#     PostgreSQL JDBC driver (tests/interop/spark/versions.env), fetched from
+#     Maven Central with mvn into a cache directory.
 #
 # Usage: scripts/install-spark.sh [VENV_DIR]        (default: .venv-spark)
 #
@@ -75,21 +75,21 @@ pyspark_version="$("$venv/bin/python" -c 'import pyspark; print(pyspark.__versio
 source "$suite/versions.env"
 tmp=""
 trap '[[ -z "$tmp" ]] || rm -rf "$tmp"' EXIT
-fetch_jar() { # ARTIFACT: org.apache.iceberg:ARTIFACT:$ICEBERG_VERSION into $jars
-	local artifact="$1"
-	local jar="$jars/$artifact-$ICEBERG_VERSION.jar"
+fetch_jar() { # ARTIFACT [GROUP VERSION]: GROUP:ARTIFACT:VERSION (default org.apache.iceberg, $ICEBERG_VERSION) into $jars
+	local artifact="$1" group="${2:-org.apache.iceberg}" version="${3:-$ICEBERG_VERSION}"
+	local jar="$jars/$artifact-$version.jar"
 	[[ -s "$jar" ]] && return 0
-	say "fetching org.apache.iceberg:$artifact:$ICEBERG_VERSION with $MVN"
+	say "fetching $group:$artifact:$version with $MVN"
 	mkdir -p "$jars"
 	tmp="$(mktemp -d "$jars/.fetch.XXXXXX")"
 	# -C: fail on a checksum mismatch. The plugin version is pinned so the
 	# goal behaves the same whatever Maven's default binding is.
 	if ! (cd "$tmp" && "$MVN" -B -q -C -Dstyle.color=never \
 		org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy \
-		"-Dartifact=org.apache.iceberg:$artifact:$ICEBERG_VERSION:jar" \
+		"-Dartifact=$group:$artifact:$version:jar" \
 		"-DoutputDirectory=$tmp/out") >"$tmp/mvn.log" 2>&1; then
 		cat "$tmp/mvn.log" >&2
-		die "mvn could not fetch $artifact $ICEBERG_VERSION"
+		die "mvn could not fetch $group:$artifact:$version"
 	fi
 	[[ -s "$tmp/out/$(basename "$jar")" ]] || die "mvn did not produce $(basename "$jar")"
 	mv -f "$tmp/out/$(basename "$jar")" "$jar"
@@ -99,6 +99,8 @@ fetch_jar() { # ARTIFACT: org.apache.iceberg:ARTIFACT:$ICEBERG_VERSION into $jar
 runtime="iceberg-spark-runtime-${SPARK_MINOR}_${SCALA}"
 fetch_jar "$runtime"
 fetch_jar iceberg-aws-bundle
+# The PostgreSQL JDBC driver, for the SQL endpoint's JDBC test (test_jdbc.py).
+fetch_jar postgresql org.postgresql "$PGJDBC_VERSION"
 jar="$jars/$runtime-$ICEBERG_VERSION.jar"
 aws_jar="$jars/iceberg-aws-bundle-$ICEBERG_VERSION.jar"
 
@@ -107,6 +109,7 @@ Spark interop environment ready:
   venv:         $venv (pyspark $pyspark_version)
   iceberg jars: $jar
                 $aws_jar
+  jdbc driver:  $jars/postgresql-$PGJDBC_VERSION.jar
   java:         $java_version
 Run the suite with:
   FLOE_BIN=bin/floe FLOE_JARS_DIR=$jars $venv/bin/python -m pytest -q -p no:cacheprovider tests/interop/spark
