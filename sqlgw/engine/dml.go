@@ -17,7 +17,6 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/floe-lake/floe"
-	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/lake"
@@ -977,36 +976,14 @@ func (ss *session) auditDML(ctx context.Context, st *dmlStmt, tables []string, t
 		written = []string{target}
 	}
 	detail := map[string]any{"sql": st.text, "statement": st.d.kind.String(), "tables": tables, "written": written, "session": ss.pg.ID}
-	outcome := audit.OutcomeSuccess
-	if err != nil {
-		outcome = audit.OutcomeFailure
-		pe := ss.publicError(err, false)
-		var perr *pgwire.Error
-		if errors.As(pe, &perr) {
-			detail["error"] = perr.Code + " " + perr.Message
-		} else {
-			detail["error"] = floe.PublicMessage(pe)
-		}
-	} else {
+	if err == nil {
 		detail["rows"] = rows
 		detail["rows_affected"] = rows
 		if snapshot != 0 {
 			detail["snapshot"] = snapshot
 		}
 	}
-	addr := ""
-	if ss.pg.RemoteAddr != nil {
-		addr = ss.pg.RemoteAddr.String()
-	}
-	e.opts.Audit(context.WithoutCancel(ctx), audit.Event{
-		RequestID:  ss.requestID(ctx),
-		Principal:  ss.pg.Identity.Principal,
-		ClientAddr: addr,
-		Action:     "sql.query",
-		Resource:   "sql",
-		Outcome:    outcome,
-		Detail:     detail,
-	})
+	ss.emitAudit(ctx, detail, err)
 }
 
 // scanFile is a data file of the target with the path DuckDB reads it at.

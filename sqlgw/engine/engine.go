@@ -643,6 +643,15 @@ func (ss *session) auditQuery(ctx context.Context, sql string, tables []string, 
 	if tables == nil {
 		detail["tables"] = []string{}
 	}
+	if err == nil {
+		detail["rows"] = rows
+	}
+	ss.emitAudit(ctx, detail, err)
+}
+
+// emitAudit records a statement's sql.query event with detail, adding the
+// public error (SQLSTATE and message) when err is set.
+func (ss *session) emitAudit(ctx context.Context, detail map[string]any, err error) {
 	outcome := audit.OutcomeSuccess
 	if err != nil {
 		outcome = audit.OutcomeFailure
@@ -653,14 +662,12 @@ func (ss *session) auditQuery(ctx context.Context, sql string, tables []string, 
 		} else {
 			detail["error"] = floe.PublicMessage(pe)
 		}
-	} else {
-		detail["rows"] = rows
 	}
 	addr := ""
 	if ss.pg.RemoteAddr != nil {
 		addr = ss.pg.RemoteAddr.String()
 	}
-	e.opts.Audit(context.WithoutCancel(ctx), audit.Event{
+	ss.e.opts.Audit(context.WithoutCancel(ctx), audit.Event{
 		RequestID:  ss.requestID(ctx),
 		Principal:  ss.pg.Identity.Principal,
 		ClientAddr: addr,
