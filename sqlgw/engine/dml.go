@@ -1070,40 +1070,11 @@ func (ts *targetScan) sql(files []scanFile) (string, error) {
 		b.WriteString(", d." + quoteIdent(c.name))
 	}
 	b.WriteString(" FROM read_parquet(" + sqlList(paths) + ", schema=" + schemaMap(ts.cols) + ", filename=true, file_row_number=true) AS d")
-	if len(posDel) > 0 {
-		fmt.Fprintf(&b, " ANTI JOIN (SELECT m.path, x.pos FROM read_parquet(%s) AS x JOIN (VALUES %s) AS m(loc, path) ON x.file_path = m.loc) AS pd ON pd.path = d.filename AND pd.pos = d.file_row_number",
-			sqlList(posDel), strings.Join(hasPos, ", "))
-	}
-	locs := make([]string, 0, len(eqFile))
-	for loc := range eqFile {
-		locs = append(locs, loc)
-	}
-	slices.Sort(locs)
-	for i, loc := range locs {
-		df := eqFile[loc]
-		ids := df.EqualityFieldIDs()
-		if len(ids) == 0 {
-			return "", unsupported("equality delete file %s names no columns", loc)
-		}
-		var (
-			ecols []column
-			conds []string
-		)
-		alias := "ed" + strconv.Itoa(i)
-		for _, id := range ids {
-			f, ok := ts.schema.FindFieldByID(id)
-			if !ok {
-				return "", unsupported("equality delete file %s uses a column that is no longer in the table", loc)
-			}
-			t, err := duckType(f.Type)
-			if err != nil {
-				return "", err
-			}
-			ecols = append(ecols, column{id: id, name: f.Name, typ: t})
-			conds = append(conds, fmt.Sprintf("%s.%s IS NOT DISTINCT FROM d.%s", alias, quoteIdent(f.Name), quoteIdent(f.Name)))
-		}
-		fmt.Fprintf(&b, " ANTI JOIN (SELECT * FROM read_parquet(%s, schema=%s)) AS %s ON d.filename IN (%s) AND %s",
-			sqlList([]string{ts.delPath[loc]}), schemaMap(ecols), alias, strings.Join(quoteAll(eqOf[loc]), ", "), strings.Join(conds, " AND "))
+	err := appendDeleteJoins(&b, ts.schema, posDel, hasPos, eqFile,
+		func(loc string) (string, error) { return ts.delPath[loc], nil },
+		func(loc string) []string { return eqOf[loc] })
+	if err != nil {
+		return "", err
 	}
 	return b.String(), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -249,24 +250,42 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 		b.WriteString(", filename=true, file_row_number=true")
 	}
 	b.WriteString(") AS d")
+	var m []string
+	for _, loc := range hasPos {
+		m = append(m, "("+sqlString(loc)+", "+sqlString(pathOf[loc])+")")
+	}
+	err = appendDeleteJoins(&b, schema, posDel, m, eqFiles,
+		func(loc string) (string, error) { return e.files.path(ctx, loc, pins) },
+		func(loc string) []string {
+			var targets []string
+			for _, dl := range eqByFile[loc] {
+				targets = append(targets, pathOf[dl])
+			}
+			return targets
+		})
+	if err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// appendDeleteJoins appends to b, a query that reads data files as d with
+// filename and file_row_number, the anti-joins that apply deletes:
+// position delete files (posDel, the paths to read; posMap, one
+// "('location', 'path')" row per data file they may name) and equality
+// delete files (eqFiles by location; eqPath gives the path to read one,
+// eqTargets the paths of the data files it applies to, those of a lower
+// sequence number).
+func appendDeleteJoins(b *strings.Builder, schema *iceberg.Schema, posDel, posMap []string, eqFiles map[string]iceberg.DataFile,
+	eqPath func(loc string) (string, error), eqTargets func(loc string) []string) error {
 	if len(posDel) > 0 {
-		var m []string
-		for _, loc := range hasPos {
-			m = append(m, "("+sqlString(loc)+", "+sqlString(pathOf[loc])+")")
-		}
-		fmt.Fprintf(&b, " ANTI JOIN (SELECT m.path, x.pos FROM read_parquet(%s) AS x JOIN (VALUES %s) AS m(loc, path) ON x.file_path = m.loc) AS pd ON pd.path = d.filename AND pd.pos = d.file_row_number",
-			sqlList(posDel), strings.Join(m, ", "))
+		fmt.Fprintf(b, " ANTI JOIN (SELECT m.path, x.pos FROM read_parquet(%s) AS x JOIN (VALUES %s) AS m(loc, path) ON x.file_path = m.loc) AS pd ON pd.path = d.filename AND pd.pos = d.file_row_number",
+			sqlList(posDel), strings.Join(posMap, ", "))
 	}
-	eqLocs := make([]string, 0, len(eqFiles))
-	for loc := range eqFiles {
-		eqLocs = append(eqLocs, loc)
-	}
-	slices.Sort(eqLocs)
-	for i, loc := range eqLocs {
-		df := eqFiles[loc]
-		ids := df.EqualityFieldIDs()
+	for i, loc := range slices.Sorted(maps.Keys(eqFiles)) {
+		ids := eqFiles[loc].EqualityFieldIDs()
 		if len(ids) == 0 {
-			return "", unsupported("equality delete file %s names no columns", loc)
+			return unsupported("equality delete file %s names no columns", loc)
 		}
 		var ecols []column
 		var conds []string
@@ -274,27 +293,23 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 		for _, id := range ids {
 			f, ok := schema.FindFieldByID(id)
 			if !ok {
-				return "", unsupported("equality delete file %s uses a column that is no longer in the table", loc)
+				return unsupported("equality delete file %s uses a column that is no longer in the table", loc)
 			}
 			t, err := duckType(f.Type)
 			if err != nil {
-				return "", err
+				return err
 			}
 			ecols = append(ecols, column{id: id, name: f.Name, typ: t})
 			conds = append(conds, fmt.Sprintf("%s.%s IS NOT DISTINCT FROM d.%s", alias, quoteIdent(f.Name), quoteIdent(f.Name)))
 		}
-		dp, err := e.files.path(ctx, loc, pins)
+		dp, err := eqPath(loc)
 		if err != nil {
-			return "", err
+			return err
 		}
-		var targets []string
-		for _, dl := range eqByFile[loc] {
-			targets = append(targets, pathOf[dl])
-		}
-		fmt.Fprintf(&b, " ANTI JOIN (SELECT * FROM read_parquet(%s, schema=%s)) AS %s ON d.filename IN (%s) AND %s",
-			sqlList([]string{dp}), schemaMap(ecols), alias, strings.Join(quoteAll(targets), ", "), strings.Join(conds, " AND "))
+		fmt.Fprintf(b, " ANTI JOIN (SELECT * FROM read_parquet(%s, schema=%s)) AS %s ON d.filename IN (%s) AND %s",
+			sqlList([]string{dp}), schemaMap(ecols), alias, strings.Join(quoteAll(eqTargets(loc)), ", "), strings.Join(conds, " AND "))
 	}
-	return b.String(), nil
+	return nil
 }
 
 // readableByName reports whether the data files of tasks can be read by
