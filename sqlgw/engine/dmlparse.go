@@ -585,13 +585,8 @@ func (p *dmlParser) delete() (*dmlParsed, error) {
 			return nil, err
 		}
 	}
-	if p.accept("where") {
-		if p.isWord(p.i, "current") && p.isWord(p.i+1, "of") {
-			return nil, unsupported("WHERE CURRENT OF is not supported")
-		}
-		if d.cond, err = p.part("a condition", p.words("returning")); err != nil {
-			return nil, err
-		}
+	if err := p.where(d); err != nil {
+		return nil, err
 	}
 	return d, p.refuseReturning()
 }
@@ -618,15 +613,23 @@ func (p *dmlParser) update() (*dmlParsed, error) {
 			return nil, err
 		}
 	}
-	if p.accept("where") {
-		if p.isWord(p.i, "current") && p.isWord(p.i+1, "of") {
-			return nil, unsupported("WHERE CURRENT OF is not supported")
-		}
-		if d.cond, err = p.part("a condition", p.words("returning")); err != nil {
-			return nil, err
-		}
+	if err := p.where(d); err != nil {
+		return nil, err
 	}
 	return d, p.refuseReturning()
+}
+
+// where reads an optional "WHERE cond" of DELETE and UPDATE into d.cond.
+func (p *dmlParser) where(d *dmlParsed) error {
+	if !p.accept("where") {
+		return nil
+	}
+	if p.isWord(p.i, "current") && p.isWord(p.i+1, "of") {
+		return unsupported("WHERE CURRENT OF is not supported")
+	}
+	var err error
+	d.cond, err = p.part("a condition", p.words("returning"))
+	return err
 }
 
 // assignments reads "col = expr, ..." up to a stop keyword at depth 0.
