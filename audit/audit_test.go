@@ -61,13 +61,25 @@ func TestAppendVerify(t *testing.T) {
 	if detail != `{"grant_type":"client_credentials","n":1,"nested":{"a":[1,2],"z":1}}` || len(hash) != 64 || len(prev) != 64 {
 		t.Errorf("record 2: detail %s hash %s prev %s", detail, hash, prev)
 	}
-	// Concurrent appends keep one valid chain.
+	// Concurrent appends keep one valid chain, and a verify running while
+	// they commit does not take a fresh record for tampering.
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
 		go func() { defer wg.Done(); fill(t, l, 3) }()
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for verifying := true; verifying; {
+		select {
+		case <-done:
+			verifying = false
+		default:
+		}
+		if err := l.Verify(ctx); err != nil {
+			t.Fatalf("during concurrent appends: %v", err)
+		}
+	}
 	if err := l.Verify(ctx); err != nil {
 		t.Fatalf("after concurrent appends: %v", err)
 	}
