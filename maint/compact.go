@@ -143,6 +143,7 @@ func (j *Compact) once(ctx context.Context, tbl *table.Table, p Policy, dryRun b
 	if err != nil {
 		return rep, fmt.Errorf("plan files: %w", err)
 	}
+	tasks = lake.WholeFiles(tasks)
 	plan, err := compactionConfig(p).PlanCompaction(tasks)
 	if err != nil {
 		return rep, err

@@ -86,6 +86,13 @@ func BenchmarkTPCH(b *testing.B) {
 			endpointSQL := strings.ReplaceAll(q.sql, "TABLE", "tpch.lineitem")
 			directSQL := strings.ReplaceAll(q.sql, "TABLE", "read_parquet('"+file+"')")
 			cold, want := timeEndpoint(b, conn, endpointSQL)
+			// The same answer both ways, every value rendered by DuckDB.
+			asText := func(q string) string { return "SELECT CAST(COLUMNS(*) AS VARCHAR) FROM (" + q + ") AS r" }
+			_, viaEndpoint := timeEndpoint(b, conn, asText(endpointSQL))
+			_, viaDirect := timeDirect(b, direct, asText(directSQL))
+			if !slices.Equal(viaEndpoint, viaDirect) {
+				b.Fatalf("%s: the endpoint answers %q, DuckDB on the file %q", q.name, viaEndpoint, viaDirect)
+			}
 			var warm, dir []time.Duration
 			for range runs {
 				d, got := timeEndpoint(b, conn, endpointSQL)
@@ -285,7 +292,11 @@ func timeDirect(b *testing.B, db *sql.DB, q string) (time.Duration, []string) {
 		if err := rows.Scan(ptrs...); err != nil {
 			b.Fatal(err)
 		}
-		out = append(out, fmt.Sprint(vals...))
+		row := make([]string, len(vals))
+		for i, v := range vals {
+			row[i] = fmt.Sprint(v)
+		}
+		out = append(out, strings.Join(row, "|"))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/sqlgw/pgwire"
 )
 
@@ -128,6 +129,7 @@ func (e *Engine) planFiles(ctx context.Context, tbl *table.Table, snapshot int64
 	if err != nil {
 		return nil, fmt.Errorf("plan files of %s: %w", strings.Join(tbl.Identifier(), "."), err)
 	}
+	tasks = lake.WholeFiles(tasks)
 	e.plans.Add(key, tasks)
 	return tasks, nil
 }

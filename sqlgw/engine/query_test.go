@@ -15,6 +15,7 @@ import (
 
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/lake"
 )
 
 func TestSelectBasics(t *testing.T) {
@@ -205,5 +206,29 @@ func TestAudit(t *testing.T) {
 	}
 	if !found || !refused {
 		t.Fatalf("audit events: query %v, refusal %v", found, refused)
+	}
+}
+
+// TestSplitFilesReadOnce: iceberg-go plans a Parquet file larger than
+// read.split.target-size as one task per range of row groups; the endpoint
+// must still read each data file once.
+func TestSplitFilesReadOnce(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.createPeopleWith(t, "crm", "split", map[string]string{
+		"read.split.target-size":        "1",
+		"write.parquet.row-group-limit": "10",
+	})
+	tbl = appendPeople(t, tbl, people(50)...)
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) < 2 || len(lake.WholeFiles(tasks)) != 1 {
+		t.Fatalf("the test needs one data file planned as several split tasks; got %d tasks", len(tasks))
+	}
+	c := e.admin(t)
+	got := mustRows(t, c, "SELECT count(*), CAST(sum(id) AS BIGINT) FROM crm.split")
+	if fmt.Sprint(got) != "[[50 1275]]" {
+		t.Errorf("count, sum = %v, want [[50 1275]]", got)
 	}
 }
