@@ -37,7 +37,8 @@ type analysis struct {
 	patched []*tableRef
 }
 
-// systemPatches complete DuckDB's pg_catalog views where psql needs more.
+// systemPatches complete DuckDB's pg_catalog views where psql and drivers
+// need more (pgcatalog.go explains pg_attribute and pg_type).
 var systemPatches = map[string]string{
 	"pg_class":                 "SELECT *, false AS relforcerowsecurity FROM pg_catalog.pg_class",
 	"pg_policy":                "SELECT 0::BIGINT AS oid, ''::VARCHAR AS polname, 0::BIGINT AS polrelid, ''::VARCHAR AS polcmd, true AS polpermissive, NULL AS polroles, NULL::VARCHAR AS polqual, NULL::VARCHAR AS polwithcheck WHERE false",
@@ -51,6 +52,8 @@ var systemPatches = map[string]string{
 	"pg_publication_rel":       "SELECT 0::BIGINT AS oid, 0::BIGINT AS prpubid, 0::BIGINT AS prrelid, NULL::VARCHAR AS prqual, NULL::SMALLINT[] AS prattrs WHERE false",
 	"pg_publication_namespace": "SELECT 0::BIGINT AS oid, 0::BIGINT AS pnpubid, 0::BIGINT AS pnnspid WHERE false",
 	"pg_roles":                 pgRoles,
+	"pg_attribute":             pgAttributeView,
+	"pg_type":                  pgTypeView,
 }
 
 // systemViews are the catalog views a statement may read: DuckDB answers
@@ -356,4 +359,5 @@ var pgMacros = map[string]string{
 	"pg_total_relation_size":          "(id) AS NULL::BIGINT",
 	"pg_indexes_size":                 "(id) AS NULL::BIGINT",
 	"array_upper":                     "(arr, dim) AS CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END",
+	"format_type":                     formatType,
 }
