@@ -58,8 +58,9 @@ def test_jdbc(floe: FloeServer, spark: Any) -> None:
     # The prepared statement ran twice (the second time as a named server-side statement).
     assert out["row"] == [f"42,{want_name}", f"42,{want_name}"]
     assert out["tables"] == ["people"], out
-    # DatabaseMetaData.getColumns still returns no rows (pgjdbc's query needs
-    # more of pg_attribute than the engine emulates): printed, not asserted.
+    # DatabaseMetaData.getColumns lists the Iceberg columns in order with
+    # their PostgreSQL types (long -> int8, string -> varchar).
+    assert out["columns"] == ["id:int8,name:varchar"], out
     assert out["cancel"] == ["57014"], f"cancel: {out.get('cancel')} {out.get('cancel-failed')}"
     assert out["error"] == ["42P01"], out
     assert out["after"] == ["1"]
