@@ -153,6 +153,10 @@ type Config struct {
 	// SQLCacheBytes bounds the decrypted (or downloaded) data files the SQL
 	// endpoint keeps in memory (env FLOE_SQL_CACHE_BYTES, default 1 GiB).
 	SQLCacheBytes int64 `yaml:"sql_cache_bytes"`
+	// SQLTableCacheBytes bounds, per SQL session, the files of small tables
+	// kept decoded in memory (env FLOE_SQL_TABLE_CACHE_BYTES, default 32 MiB;
+	// negative: off). See docs/sql.md.
+	SQLTableCacheBytes int64 `yaml:"sql_table_cache_bytes"`
 	// MaintenanceJobs names the jobs the background scheduler runs (env
 	// FLOE_MAINTENANCE_JOBS, comma-separated; default all: expire-snapshots,
 	// compact, rewrite-manifests, remove-orphans, lifecycle). See docs/maintenance.md.
@@ -204,6 +208,8 @@ func Defaults() Config {
 		SQLListen:      "127.0.0.1:5433",
 		SQLMemoryLimit: "2GB",
 		SQLCacheBytes:  1 << 30,
+
+		SQLTableCacheBytes: 32 << 20,
 	}
 }
 
@@ -253,7 +259,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	str("FLOE_SQL_TLS_CERT", &c.SQLTLSCert)
 	str("FLOE_SQL_TLS_KEY", &c.SQLTLSKey)
 	str("FLOE_SQL_MEMORY_LIMIT", &c.SQLMemoryLimit)
-	for name, dst := range map[string]*int64{"FLOE_SQL_CACHE_BYTES": &c.SQLCacheBytes} {
+	for name, dst := range map[string]*int64{"FLOE_SQL_CACHE_BYTES": &c.SQLCacheBytes, "FLOE_SQL_TABLE_CACHE_BYTES": &c.SQLTableCacheBytes} {
 		if v := getenv(name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {

@@ -41,15 +41,16 @@ func (a *App) startSQL(ctx context.Context) error {
 		objects = engine.IOSource{FS: fsys}
 	}
 	opts := engine.Options{
-		Warehouse:   cfg.Warehouse,
-		Tables:      lake.New(a.cat, fsys, lake.Options{Logger: a.log}),
-		Catalog:     a.cat,
-		Objects:     objects,
-		CacheBytes:  cfg.SQLCacheBytes,
-		MemoryLimit: cfg.SQLMemoryLimit,
-		Threads:     cfg.SQLThreads,
-		Audit:       a.events.Record,
-		Logger:      a.log,
+		Warehouse:       cfg.Warehouse,
+		Tables:          lake.New(a.cat, fsys, lake.Options{Logger: a.log}),
+		Catalog:         a.cat,
+		Objects:         objects,
+		CacheBytes:      cfg.SQLCacheBytes,
+		MemoryLimit:     cfg.SQLMemoryLimit,
+		Threads:         cfg.SQLThreads,
+		TableCacheBytes: cfg.SQLTableCacheBytes,
+		Audit:           a.events.Record,
+		Logger:          a.log,
 	}
 	if !cfg.InsecureNoAuth {
 		opts.Policies = a.authz
@@ -95,6 +96,14 @@ func (a *App) SQLAddr() string {
 		return ""
 	}
 	return a.sql.ln.Addr().String()
+}
+
+// SQLEngine returns the SQL endpoint's engine, or nil when the endpoint is off.
+func (a *App) SQLEngine() *engine.Engine {
+	if a.sql == nil {
+		return nil
+	}
+	return a.sql.engine
 }
 
 // stopSQL ends the SQL sessions and releases the engine.

@@ -40,7 +40,8 @@ type analysis struct {
 // systemPatches complete DuckDB's pg_catalog views where psql and drivers
 // need more (pgcatalog.go explains pg_attribute and pg_type).
 var systemPatches = map[string]string{
-	"pg_class":                 "SELECT *, false AS relforcerowsecurity FROM pg_catalog.pg_class",
+	"pg_class":                 "SELECT *, false AS relforcerowsecurity FROM pg_catalog.pg_class WHERE oid NOT IN " + temporaryOIDs,
+	"pg_tables":                "SELECT t.* FROM pg_catalog.pg_tables t WHERE NOT EXISTS (SELECT 1 FROM duckdb_tables() d WHERE d.temporary AND d.schema_name = t.schemaname AND d.table_name = t.tablename)",
 	"pg_policy":                "SELECT 0::BIGINT AS oid, ''::VARCHAR AS polname, 0::BIGINT AS polrelid, ''::VARCHAR AS polcmd, true AS polpermissive, NULL AS polroles, NULL::VARCHAR AS polqual, NULL::VARCHAR AS polwithcheck WHERE false",
 	"pg_statistic_ext":         "SELECT 0::BIGINT AS oid, 0::BIGINT AS stxrelid, ''::VARCHAR AS stxname, 0::BIGINT AS stxnamespace, []::INTEGER[] AS stxkeys, []::VARCHAR[] AS stxkind, -1 AS stxstattarget, NULL::VARCHAR AS stxexprs WHERE false",
 	"pg_publication":           "SELECT 0::BIGINT AS oid, ''::VARCHAR AS pubname, false AS puballtables, false AS pubinsert, false AS pubupdate, false AS pubdelete, false AS pubtruncate, false AS pubviaroot WHERE false",
@@ -54,6 +55,29 @@ var systemPatches = map[string]string{
 	"pg_roles":                 pgRoles,
 	"pg_attribute":             pgAttributeView,
 	"pg_type":                  pgTypeView,
+}
+
+// temporaryOIDs lists the session's temporary tables (kept small tables,
+// DML working sets), which catalog views leave out: they are the engine's,
+// not the principal's.
+const temporaryOIDs = "(SELECT table_oid FROM duckdb_tables() WHERE temporary)"
+
+// infoSchemaPatches are systemPatches for information_schema views.
+var infoSchemaPatches = map[string]string{
+	"tables":  "SELECT * FROM information_schema.tables WHERE table_catalog <> 'temp'",
+	"columns": "SELECT * FROM information_schema.columns WHERE table_catalog <> 'temp'",
+}
+
+// systemPatch returns the patch replacing a system view reference (path is
+// schema and view name, lower case), or "".
+func systemPatch(path []string) string {
+	switch path[0] {
+	case "pg_catalog":
+		return systemPatches[path[1]]
+	case "information_schema":
+		return infoSchemaPatches[path[1]]
+	}
+	return ""
 }
 
 // systemViews are the catalog views a statement may read: DuckDB answers
@@ -249,7 +273,7 @@ func (a *analysis) baseTable(n node, ctes []string) error {
 
 // patch records a system view reference that systemPatches replaces.
 func (a *analysis) patch(n node, schema, name string) {
-	if schema == "pg_catalog" && systemPatches[name] != "" {
+	if systemPatch([]string{schema, name}) != "" {
 		a.patched = append(a.patched, &tableRef{n: n, path: []string{schema, name}})
 	}
 }

@@ -817,7 +817,7 @@ func (st *dmlStmt) rewriteTree(ctx context.Context, pl *dmlPlan, text string, ta
 		return nil, fmt.Errorf("engine: the target of the %s was not found in its change query", st.d.kind)
 	}
 	for _, ref := range a.patched {
-		if err := ss.replace(ctx, ref, systemPatches[ref.path[1]]); err != nil {
+		if err := ss.replace(ctx, ref, systemPatch(ref.path)); err != nil {
 			return nil, err
 		}
 	}

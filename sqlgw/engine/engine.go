@@ -86,6 +86,12 @@ type Options struct {
 	// Threads is DuckDB's thread count for each session (0: DuckDB's
 	// default, the number of cores).
 	Threads int
+	// TableCacheBytes bounds the data and delete files (by their size) of
+	// the small tables each session keeps decoded in memory, read at one
+	// snapshot, so that repeated queries over them skip reading Parquet; a
+	// table qualifies when its files total at most a quarter of it
+	// (default DefaultTableCacheBytes; negative: off).
+	TableCacheBytes int64
 	// Audit receives one event per query; nil drops them.
 	Audit func(context.Context, audit.Event)
 	// Logger receives structured logs; nil discards them.
@@ -105,6 +111,7 @@ type Engine struct {
 	plans    *lru.Cache[planKey, []table.FileScanTask]
 	filterOK sync.Map // row filter text -> bool
 	queries  atomic.Uint64
+	kept     tableCacheCounters
 }
 
 var (
@@ -123,6 +130,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.MemoryLimit == "" {
 		opts.MemoryLimit = DefaultMemoryLimit
 	}
+	if opts.TableCacheBytes == 0 {
+		opts.TableCacheBytes = DefaultTableCacheBytes
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -139,6 +149,12 @@ func (e *Engine) Close() error {
 	return nil
 }
 
+// TableCacheStats reports how often sessions found a table's rows kept in
+// memory (see Options.TableCacheBytes).
+func (e *Engine) TableCacheStats() TableCacheStats {
+	return TableCacheStats{Hits: e.kept.hits.Load(), Misses: e.kept.misses.Load(), Evictions: e.kept.evictions.Load()}
+}
+
 // CacheStats reports the bytes and number of data files held in memory.
 func (e *Engine) CacheStats() (bytes int64, files int) { return e.files.stats() }
 
@@ -153,6 +169,7 @@ type session struct {
 	db           *duckdb.Connector
 	conn         *duckdb.Conn
 	catalogSig   string // what the catalog stand-ins were built from
+	tables       *tableCache
 }
 
 // StartSession opens the session's DuckDB database.
@@ -173,7 +190,7 @@ func (e *Engine) StartSession(ctx context.Context, s *pgwire.Session) error {
 		db.Close()
 		return fmt.Errorf("connect duckdb: %w", err)
 	}
-	ss := &session{e: e, pg: s, sub: c.Subject, unrestricted: c.Unrestricted, readOnly: c.ReadOnly, db: db, conn: dc.(*duckdb.Conn)}
+	ss := &session{e: e, pg: s, sub: c.Subject, unrestricted: c.Unrestricted, readOnly: c.ReadOnly, db: db, conn: dc.(*duckdb.Conn), tables: newTableCache(e.opts.TableCacheBytes)}
 	if err := ss.configure(ctx); err != nil {
 		ss.close()
 		return err
@@ -444,7 +461,7 @@ func (st *selectStmt) plan(ctx context.Context) error {
 		}
 	}
 	for _, ref := range a.patched {
-		if err := ss.replace(ctx, ref, systemPatches[ref.path[1]]); err != nil {
+		if err := ss.replace(ctx, ref, systemPatch(ref.path)); err != nil {
 			pins.release()
 			return err
 		}

@@ -78,7 +78,7 @@ var pgAttributeView = func() string {
 		"CASE WHEN m.logical_type = 'DECIMAL' AND a.atttypmod > 0 THEN (((a.atttypmod // 1000) << 16) | (a.atttypmod % 1000)) + 4 ELSE -1 END AS atttypmod) " +
 		"FROM pg_catalog.pg_attribute a LEFT JOIN " +
 		"(SELECT type_oid, any_value(logical_type) AS logical_type FROM duckdb_types() WHERE type_oid IS NOT NULL GROUP BY type_oid) m " +
-		"ON m.type_oid = a.atttypid"
+		"ON m.type_oid = a.atttypid WHERE a.attrelid NOT IN " + temporaryOIDs
 }()
 
 // pgTypeView is pg_catalog.pg_type with the text type, which DuckDB's lacks

@@ -78,7 +78,7 @@ func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *
 			return nil, err
 		}
 	}
-	base, err := e.baseSQL(ctx, tbl.Schema(), tasks, pins)
+	base, err := ss.baseFor(ctx, tbl, r.snapshot, tasks, pins)
 	if err != nil {
 		return nil, err
 	}
