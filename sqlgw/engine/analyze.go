@@ -15,9 +15,10 @@ type node = map[string]any
 // tableRef is a reference to a Floe table found in a statement: the tree
 // node to replace, the name as written and its time-travel clause.
 type tableRef struct {
-	n    node
-	path []string // catalog, schema, table parts as written (1 to 3)
-	at   *atClause
+	n     node
+	path  []string // catalog, schema, table parts as written (1 to 3)
+	at    *atClause
+	prune []pruneTerm // WHERE conjuncts about this table alone (prune.go)
 }
 
 // atClause is a time-travel clause: AT (VERSION => n) or AT (TIMESTAMP => 'ts').

@@ -341,14 +341,14 @@ func (e *Engine) Prepare(ctx context.Context, s *pgwire.Session, sql string, par
 	if dmlKeyword(sql) != 0 {
 		st, err := ss.prepareDML(ctx, sql, paramOIDs)
 		if err != nil {
-			ss.auditQuery(ctx, sql, nil, -1, err)
+			ss.auditQuery(ctx, &selectStmt{text: sql}, -1, err)
 			return nil, ss.publicError(err, false)
 		}
 		return st, nil
 	}
 	st, err := ss.prepareSelect(ctx, sql, paramOIDs)
 	if err != nil {
-		ss.auditQuery(ctx, sql, nil, -1, err)
+		ss.auditQuery(ctx, &selectStmt{text: sql}, -1, err)
 		return nil, ss.publicError(err, false)
 	}
 	return st, nil
@@ -408,6 +408,8 @@ type selectStmt struct {
 	sig      string // the views it was prepared with
 	tables   []string
 	filtered bool
+	files    int // data files the last plan reads
+	pruned   int // data files it skipped by their statistics
 	pins     *pinSet
 	params   []uint32
 	cols     []pgwire.Column
@@ -426,6 +428,7 @@ func (st *selectStmt) plan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	attachPruning(stmt, a.refs)
 	if a.system {
 		if err := ss.syncCatalog(ctx); err != nil {
 			return err
@@ -449,6 +452,11 @@ func (st *selectStmt) plan(ctx context.Context) error {
 		sig.WriteByte(0)
 		tables = append(tables, r.name())
 		filtered = filtered || r.filtered
+	}
+	st.files, st.pruned = 0, 0
+	for _, r := range views {
+		st.files += r.files
+		st.pruned += r.pruned
 	}
 	if st.stmt != nil && sig.String() == st.sig {
 		pins.release()
@@ -587,7 +595,7 @@ func (st *selectStmt) Execute(ctx context.Context, args []any) (pgwire.Result, e
 	// Planned again every time: privileges and snapshots may have changed
 	// since Prepare. DuckDB prepares again only when a view changed.
 	if err := st.plan(ctx); err != nil {
-		ss.auditQuery(ctx, st.text, st.tables, -1, err)
+		ss.auditQuery(ctx, st, -1, err)
 		return nil, ss.publicError(err, false)
 	}
 	if len(st.cols) != len(st.convs) {
@@ -599,7 +607,7 @@ func (st *selectStmt) Execute(ctx context.Context, args []any) (pgwire.Result, e
 	}
 	rows, err := st.stmt.QueryContext(ctx, nargs)
 	if err != nil {
-		ss.auditQuery(ctx, st.text, st.tables, -1, err)
+		ss.auditQuery(ctx, st, -1, err)
 		return nil, ss.publicError(err, st.filtered)
 	}
 	return &result{st: st, ctx: ctx, rows: rows, buf: make([]driver.Value, len(st.cols)), out: make([]any, len(st.cols))}, nil
@@ -643,21 +651,22 @@ func (r *result) Close() error {
 	}
 	r.closed = true
 	err := r.rows.Close()
-	r.st.ss.auditQuery(r.ctx, r.st.text, r.st.tables, r.n, r.err)
+	r.st.ss.auditQuery(r.ctx, r.st, r.n, r.err)
 	return err
 }
 
 var errTxFailed = &pgwire.Error{Code: pgwire.CodeInFailedTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
 // auditQuery records one query: who, the SQL text, the tables it read,
-// how many rows it returned (-1: none, it failed) and the outcome.
-func (ss *session) auditQuery(ctx context.Context, sql string, tables []string, rows int64, err error) {
+// the data files read and skipped, how many rows it returned (-1: none, it
+// failed) and the outcome.
+func (ss *session) auditQuery(ctx context.Context, st *selectStmt, rows int64, err error) {
 	e := ss.e
 	if e.opts.Audit == nil {
 		return
 	}
-	detail := map[string]any{"sql": sql, "tables": tables, "session": ss.pg.ID}
-	if tables == nil {
+	detail := map[string]any{"sql": st.text, "tables": st.tables, "session": ss.pg.ID, "files": st.files, "files_pruned": st.pruned}
+	if st.tables == nil {
 		detail["tables"] = []string{}
 	}
 	if err == nil {

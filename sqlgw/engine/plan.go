@@ -26,6 +26,8 @@ type resolved struct {
 	snapshot int64 // 0: the table has no snapshot
 	filtered bool  // a data filter applies
 	sql      string
+	files    int // data files read
+	pruned   int // data files skipped by their statistics
 }
 
 // name renders the table as in audit events: warehouse.namespace.table.
@@ -77,8 +79,24 @@ func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *
 		if tasks, err = e.planFiles(ctx, tbl, snap.SnapshotID); err != nil {
 			return nil, err
 		}
+		all := len(tasks)
+		// Pruning is for tables read from their files; a data filter
+		// leaves it out rather than reason about columns the caller
+		// cannot see.
+		if filters == nil && len(ref.prune) > 0 && !ss.tables.keeps(tasks) {
+			if f := rowFilter(tbl.Schema(), ref.prune); f != nil {
+				pruned, err := e.planFilesWhere(ctx, tbl, snap.SnapshotID, f)
+				if err == nil {
+					tasks = pruned
+				} else {
+					// An earlier snapshot's schema may not have the column.
+					e.log.DebugContext(ctx, "sql: file pruning skipped", "table", id.String(), "err", err)
+				}
+			}
+		}
+		r.files, r.pruned = len(tasks), all-len(tasks)
 	}
-	base, err := ss.baseFor(ctx, tbl, r.snapshot, tasks, pins)
+	base, err := ss.baseFor(ctx, tbl, r.snapshot, tasks, r.pruned == 0, pins)
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +135,7 @@ func (e *Engine) snapshotOf(ctx context.Context, ss *session, tbl *table.Table, 
 type planKey struct {
 	table    string
 	snapshot int64
+	filter   string // the row filter pruning the files, if any
 }
 
 // planFiles lists the data files of a snapshot with their delete files.

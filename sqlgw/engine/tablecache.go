@@ -64,6 +64,12 @@ func newTableCache(limit int64) *tableCache {
 // of its budget, so that a few tables fit.
 func (c *tableCache) maxTable() int64 { return c.limit / 4 }
 
+// keeps reports whether the session keeps the rows of a table read from
+// tasks in memory.
+func (c *tableCache) keeps(tasks []table.FileScanTask) bool {
+	return c.limit > 0 && len(tasks) > 0 && filesBytes(tasks) <= c.maxTable()
+}
+
 // filesBytes sums the sizes of the data and delete files of tasks.
 func filesBytes(tasks []table.FileScanTask) int64 {
 	var n int64
@@ -88,13 +94,15 @@ func filesBytes(tasks []table.FileScanTask) int64 {
 
 // baseFor returns the SQL of the rows of tbl at snapshot: a scan of a
 // temporary table when the table is small enough to be kept decoded in
-// the session, else (or when keeping it fails) the scan of its files.
-func (ss *session) baseFor(ctx context.Context, tbl *table.Table, snapshot int64, tasks []table.FileScanTask, pins *pinSet) (string, error) {
+// the session, else (or when keeping it fails) the scan of its files. Only
+// the complete set of a snapshot's files (not one pruned by a query's
+// predicates) is kept.
+func (ss *session) baseFor(ctx context.Context, tbl *table.Table, snapshot int64, tasks []table.FileScanTask, complete bool, pins *pinSet) (string, error) {
 	e, c := ss.e, ss.tables
-	size := filesBytes(tasks)
-	if c.limit <= 0 || len(tasks) == 0 || size > c.maxTable() {
+	if !complete || !c.keeps(tasks) {
 		return e.baseSQL(ctx, tbl.Schema(), tasks, pins)
 	}
+	size := filesBytes(tasks)
 	key := tableKey{uuid: tbl.Metadata().TableUUID().String(), snapshot: snapshot, schema: tbl.Schema().ID}
 	c.clock++
 	if ct, ok := c.entries[key]; ok {
