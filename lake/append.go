@@ -105,7 +105,7 @@ func commitRetrying(ctx context.Context, tbl *table.Table, stage func(*table.Tra
 		if !errors.Is(err, table.ErrCommitFailed) || attempt >= CommitAttempts {
 			return nil, fmt.Errorf("lake: commit to %v (attempt %d): %w", tbl.Identifier(), attempt, err)
 		}
-		if err := pause(ctx, time.Duration(attempt)*10*time.Millisecond); err != nil {
+		if err := Pause(ctx, time.Duration(attempt)*10*time.Millisecond); err != nil {
 			return nil, err
 		}
 		fresh, err := Reload(ctx, cur)
@@ -146,8 +146,9 @@ func removeFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile
 	}
 }
 
-// pause waits d or until ctx is done.
-func pause(ctx context.Context, d time.Duration) error {
+// Pause waits d or until ctx is done (then it returns ctx's error): the
+// back-off between attempts of a commit that lost a race.
+func Pause(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

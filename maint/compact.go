@@ -119,7 +119,7 @@ func (j *Compact) compact(ctx context.Context, tbl *table.Table, p Policy, dryRu
 		}
 		j.env.log().InfoContext(ctx, "compaction lost to a concurrent commit; planning again",
 			"table", fmt.Sprint(tbl.Identifier()), "attempt", attempt, "err", err)
-		if err := pause(ctx, time.Duration(attempt)*50*time.Millisecond); err != nil {
+		if err := lake.Pause(ctx, time.Duration(attempt)*50*time.Millisecond); err != nil {
 			return rep, err
 		}
 		fresh, err := lake.Reload(ctx, tbl)

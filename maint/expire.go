@@ -15,6 +15,7 @@ import (
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/lake"
 )
 
 // Table properties that tune snapshot expiry, as in Iceberg.
@@ -252,7 +253,7 @@ func (j *ExpireSnapshots) expire(ctx context.Context, wh string, id catalog.Iden
 			return rep, nil
 		case floe.KindOf(err) == floe.Conflict && attempt < j.retries:
 			j.log.DebugContext(ctx, "expire snapshots: a concurrent commit won; retrying", "table", t.String(), "attempt", attempt+1, "err", err)
-			if err := pause(ctx, time.Duration(attempt+1)*10*time.Millisecond); err != nil {
+			if err := lake.Pause(ctx, time.Duration(attempt+1)*10*time.Millisecond); err != nil {
 				return rep, err
 			}
 		default:
@@ -298,16 +299,4 @@ func (a assertRefNames) Validate(md table.Metadata) error {
 			strings.Join(a.names, ", "), strings.Join(have, ", "))
 	}
 	return nil
-}
-
-// pause waits d or until ctx is done.
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

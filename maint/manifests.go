@@ -122,7 +122,7 @@ func (j *Manifests) rewrite(ctx context.Context, tbl *table.Table, p Policy, dry
 		if !lost(err) || attempt > j.env.retries() {
 			return rep, fmt.Errorf("commit: %w", err)
 		}
-		if err := pause(ctx, time.Duration(attempt)*50*time.Millisecond); err != nil {
+		if err := lake.Pause(ctx, time.Duration(attempt)*50*time.Millisecond); err != nil {
 			return rep, err
 		}
 		if tbl, err = lake.Reload(ctx, tbl); err != nil {

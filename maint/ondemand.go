@@ -7,6 +7,7 @@ import (
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/lake"
 )
 
 // RunStore is what on-demand maintenance needs from the store: the
@@ -131,7 +132,7 @@ func (m *Maintainer) guarded(ctx context.Context, job, wh string, id catalog.Ide
 		if time.Now().After(deadline) {
 			return Report{}, floe.E(floe.Conflict, "", "maintenance job %s is running on %s; try again later", job, id)
 		}
-		if err := pause(ctx, 250*time.Millisecond); err != nil {
+		if err := lake.Pause(ctx, 250*time.Millisecond); err != nil {
 			return Report{}, err
 		}
 	}
@@ -147,7 +148,7 @@ func (m *Maintainer) guarded(ctx context.Context, job, wh string, id catalog.Ide
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
-		for pause(jctx, onDemandTTL/3) == nil {
+		for lake.Pause(jctx, onDemandTTL/3) == nil {
 			if err := m.Store.RenewLease(jctx, l, onDemandTTL); floe.KindOf(err) == floe.Conflict {
 				cancel()
 				return

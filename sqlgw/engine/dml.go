@@ -127,7 +127,7 @@ func (st *dmlStmt) Execute(ctx context.Context, args []any) (pgwire.Result, erro
 			break
 		}
 		ss.e.log.DebugContext(ctx, "sql: DML lost a commit race; running it again", "session", ss.pg.ID, "attempt", attempt, "err", err)
-		if perr := pause(ctx, time.Duration(attempt*attempt)*5*time.Millisecond); perr != nil {
+		if perr := lake.Pause(ctx, time.Duration(attempt*attempt)*5*time.Millisecond); perr != nil {
 			err = perr
 			break
 		}
@@ -153,18 +153,6 @@ func (st *dmlStmt) Execute(ctx context.Context, args []any) (pgwire.Result, erro
 // commit changed the table first (nothing was committed).
 func retryableCommit(err error) bool {
 	return errors.Is(err, table.ErrCommitFailed) || errors.Is(err, table.ErrCommitDiverged)
-}
-
-// pause waits d or until ctx is done.
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // dmlOutcome is what one run of a statement did.
