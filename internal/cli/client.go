@@ -10,10 +10,12 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/app"
 	"github.com/floe-lake/floe/internal/httperr"
 	"github.com/floe-lake/floe/mgmtapi"
 )
@@ -56,6 +58,26 @@ func (c *apiClient) base() string {
 
 // remote reports whether the command talks to a server.
 func (c *apiClient) remote() bool { return c.base() != "" }
+
+// orLocal runs a command on the server c names (remote, given the
+// configured warehouse) or, without one, in process on the data directory
+// (local, as the operator).
+func (c *apiClient) orLocal(cmd *cobra.Command, load func() (app.Config, error), stderr io.Writer,
+	remote func(warehouse string) error, local func(a *app.App) error) error {
+	if c.remote() {
+		cfg, err := load()
+		if err != nil {
+			return err
+		}
+		return remote(cfg.Warehouse)
+	}
+	a, err := openApp(cmd, load, stderr)
+	if err != nil {
+		return err
+	}
+	defer a.Close(context.Background())
+	return local(a)
+}
 
 // bearer returns --token, FLOE_TOKEN, or a token obtained with the client
 // credentials of --credential or FLOE_CREDENTIAL.

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -47,27 +46,19 @@ the operator.`}
 			return err
 		}
 		var res mgmtapi.MaintenanceResult
-		if srv.remote() {
-			cfg, err := load()
-			if err != nil {
+		err = srv.orLocal(c, load, stderr,
+			func(wh string) error {
+				return srv.call(c.Context(), "POST", tableURL(wh, id)+"/maintenance", req, &res)
+			},
+			func(a *app.App) error {
+				reports, err := a.Maintainer().Maintain(c.Context(), a.Config().Warehouse, id, req)
+				record(c.Context(), a, "mgmt.table.maintain", "table:"+a.Config().Warehouse+"/"+id.String(),
+					map[string]any{"compact": req.Compact, "expire": req.Expire, "orphans": req.Orphans, "manifests": req.Manifests, "lifecycle": req.Lifecycle, "dry_run": req.DryRun}, err)
+				res = mgmtapi.MaintenanceResult{Table: id.String(), Reports: reports}
 				return err
-			}
-			if err := srv.call(c.Context(), "POST", tableURL(cfg.Warehouse, id)+"/maintenance", req, &res); err != nil {
-				return err
-			}
-		} else {
-			a, err := openApp(c, load, stderr)
-			if err != nil {
-				return err
-			}
-			defer a.Close(context.Background())
-			reports, err := a.Maintainer().Maintain(c.Context(), a.Config().Warehouse, id, req)
-			record(c.Context(), a, "mgmt.table.maintain", "table:"+a.Config().Warehouse+"/"+id.String(),
-				map[string]any{"compact": req.Compact, "expire": req.Expire, "orphans": req.Orphans, "manifests": req.Manifests, "lifecycle": req.Lifecycle, "dry_run": req.DryRun}, err)
-			if err != nil {
-				return err
-			}
-			res = mgmtapi.MaintenanceResult{Table: id.String(), Reports: reports}
+			})
+		if err != nil {
+			return err
 		}
 		if *asJSON {
 			enc := json.NewEncoder(stdout)
@@ -99,23 +90,16 @@ func tableCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comma
 			return err
 		}
 		var info maint.TableInfo
-		if srv.remote() {
-			cfg, err := load()
-			if err != nil {
+		err = srv.orLocal(c, load, stderr,
+			func(wh string) error {
+				return srv.call(c.Context(), "GET", tableURL(wh, id)+"/summary", nil, &info)
+			},
+			func(a *app.App) (err error) {
+				info, err = a.Maintainer().Show(c.Context(), a.Config().Warehouse, id)
 				return err
-			}
-			if err := srv.call(c.Context(), "GET", tableURL(cfg.Warehouse, id)+"/summary", nil, &info); err != nil {
-				return err
-			}
-		} else {
-			a, err := openApp(c, load, stderr)
-			if err != nil {
-				return err
-			}
-			defer a.Close(context.Background())
-			if info, err = a.Maintainer().Show(c.Context(), a.Config().Warehouse, id); err != nil {
-				return err
-			}
+			})
+		if err != nil {
+			return err
 		}
 		if *asJSON {
 			enc := json.NewEncoder(stdout)
