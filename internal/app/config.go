@@ -154,7 +154,7 @@ type Config struct {
 	// endpoint keeps in memory (env FLOE_SQL_CACHE_BYTES, default 1 GiB).
 	SQLCacheBytes int64 `yaml:"sql_cache_bytes"`
 	// SQLTableCacheBytes bounds, per SQL session, the files of small tables
-	// kept decoded in memory (env FLOE_SQL_TABLE_CACHE_BYTES, default 32 MiB;
+	// kept decoded in memory (env FLOE_SQL_TABLE_CACHE_BYTES, default 16 MiB;
 	// negative: off). See docs/sql.md.
 	SQLTableCacheBytes int64 `yaml:"sql_table_cache_bytes"`
 	// MaintenanceJobs names the jobs the background scheduler runs (env
@@ -209,7 +209,7 @@ func Defaults() Config {
 		SQLMemoryLimit: "2GB",
 		SQLCacheBytes:  1 << 30,
 
-		SQLTableCacheBytes: 32 << 20,
+		SQLTableCacheBytes: 16 << 20,
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultTableCacheBytes is Options.TableCacheBytes when unset.
-const DefaultTableCacheBytes = 32 << 20
+const DefaultTableCacheBytes = 16 << 20
 
 // TableCacheStats counts, over all sessions, the reads of small tables
 // served from a session's kept rows (Hits), the copies made (Misses) and
