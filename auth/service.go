@@ -66,6 +66,13 @@ type Claims struct {
 	Scopes      []string
 	ExpiresAt   time.Time
 	TokenID     string
+	// PolicyVersion is the authorization policy's version, read from the
+	// store together with the token's state when HasPolicyVersion is set.
+	// It is as fresh as the revocation check, so it stands for the
+	// version "now" for the request that verified the token, and only
+	// for that request.
+	PolicyVersion    int64
+	HasPolicyVersion bool
 }
 
 // HasScope reports whether the token carries scope s.
@@ -300,14 +307,15 @@ func (s *Service) Verify(ctx context.Context, raw string) (Claims, error) {
 	if err != nil {
 		return Claims{}, err
 	}
-	p, revoked, err := s.store.TokenPrincipal(ctx, c.ClientID, c.ID)
+	ts, err := s.store.TokenState(ctx, c.ClientID, c.ID)
 	if err != nil {
 		if floe.KindOf(err) == floe.NotFound {
 			return Claims{}, invalidToken(errors.New("client no longer exists"))
 		}
 		return Claims{}, err
 	}
-	if revoked {
+	p := ts.Principal
+	if ts.Revoked {
 		return Claims{}, invalidToken(errors.New("token was revoked"))
 	}
 	if p.Disabled {
@@ -317,7 +325,8 @@ func (s *Service) Verify(ctx context.Context, raw string) (Claims, error) {
 		return Claims{}, invalidToken(errors.New("client id now belongs to another principal"))
 	}
 	return Claims{PrincipalID: p.ID, Principal: p.Name, ClientID: p.ClientID, Admin: p.Admin,
-		Scopes: strings.Fields(c.Scope), ExpiresAt: c.ExpiresAt.Time, TokenID: c.ID}, nil
+		Scopes: strings.Fields(c.Scope), ExpiresAt: c.ExpiresAt.Time, TokenID: c.ID,
+		PolicyVersion: ts.PolicyVersion, HasPolicyVersion: ts.HasPolicyVersion}, nil
 }
 
 // verifiedClaims returns the claims of a token whose signature and claims

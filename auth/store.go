@@ -34,6 +34,22 @@ type ClientKey struct {
 	CreatedAt   time.Time
 }
 
+// TokenState is what the store knows about an access token's holder when
+// a request presents it.
+type TokenState struct {
+	// Principal is the token's principal, with (at least) its ID, Name,
+	// ClientID, Admin and Disabled set.
+	Principal Principal
+	// Revoked is set when the token's id was revoked.
+	Revoked bool
+	// PolicyVersion is the version of the authorization policy (grants,
+	// roles, tags) read in the same query, when HasPolicyVersion is set.
+	// Verify passes it on in Claims, so that authorizing the request does
+	// not cost a second read of it.
+	PolicyVersion    int64
+	HasPolicyVersion bool
+}
+
 // Store persists principals, keys, used assertion ids and revoked tokens.
 // Errors are floe.Error values (NotFound, AlreadyExists).
 type Store interface {
@@ -70,9 +86,10 @@ type Store interface {
 	RevokeToken(ctx context.Context, jti string, expiresAt time.Time) error
 	// TokenRevoked reports whether the access token id jti was revoked.
 	TokenRevoked(ctx context.Context, jti string) (bool, error)
-	// TokenPrincipal is PrincipalByClientID and TokenRevoked(jti) in one
-	// read: what Verify needs on every request.
-	TokenPrincipal(ctx context.Context, clientID, jti string) (p Principal, revoked bool, err error)
+	// TokenState is PrincipalByClientID and TokenRevoked(jti) in one
+	// read, with the authorization policy's version: what Verify needs on
+	// every request. NotFound if no principal has the client id.
+	TokenState(ctx context.Context, clientID, jti string) (TokenState, error)
 
 	// SetPrincipalPassword stores the SQL password verifier of the
 	// principal named name (an empty verifier removes it); NotFound if the

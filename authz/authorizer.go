@@ -92,6 +92,13 @@ func (a *Authorizer) Policy(ctx context.Context) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
+	return a.PolicyAt(ctx, v)
+}
+
+// PolicyAt is Policy for a caller that has just read the store's policy
+// version v itself (with the token's state, say): it returns the cached
+// policy if it is at least at version v, else loads the current one.
+func (a *Authorizer) PolicyAt(ctx context.Context, v int64) (*Policy, error) {
 	if p := a.cur.Load(); p != nil && p.version >= v {
 		return p, nil
 	}

@@ -167,7 +167,7 @@ type check struct {
 	tagOK bool
 	cols  map[string]map[string]string
 	colOK bool
-	buf   [8]resKey
+	buf   [4]resKey // room for the chain of a table two namespaces deep
 }
 
 func (p *Policy) newCheck(s Securable) *check {

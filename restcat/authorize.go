@@ -15,6 +15,9 @@ import (
 // the grants on what is dropped. *authz.Authorizer implements it.
 type Authorizer interface {
 	Policy(ctx context.Context) (*authz.Policy, error)
+	// PolicyAt is Policy when the caller has just read the policy version
+	// v from the store (Verify does, with the token's state).
+	PolicyAt(ctx context.Context, v int64) (*authz.Policy, error)
 	GrantOwner(ctx context.Context, sub authz.Subject, s authz.Securable) error
 	DeleteGrantsOn(ctx context.Context, s authz.Securable) (int, error)
 }
@@ -28,6 +31,12 @@ type caller struct {
 	unrestricted bool
 	writeScope   bool   // the token may change the catalog (not catalog:read)
 	credentialID string // the storage credential handed out, for the audit event
+	// version is the policy version read with the token's state, if
+	// hasVersion: the first policy load of the request uses it instead
+	// of reading the version again. Later loads (after the request
+	// changed grants itself) read it afresh.
+	version    int64
+	hasVersion bool
 }
 
 type callerKey struct{}
@@ -36,7 +45,14 @@ type callerKey struct{}
 func (h *Handler) caller(r *http.Request) (*caller, error) {
 	if c, ok := r.Context().Value(callerKey{}).(*caller); ok && c != nil {
 		if c.pol == nil && !c.unrestricted {
-			pol, err := h.opts.Authz.Policy(r.Context())
+			var pol *authz.Policy
+			var err error
+			if c.hasVersion {
+				c.hasVersion = false
+				pol, err = h.opts.Authz.PolicyAt(r.Context(), c.version)
+			} else {
+				pol, err = h.opts.Authz.Policy(r.Context())
+			}
 			if err != nil {
 				return nil, floe.Wrap(floe.Unavailable, err, "authorization policy unavailable")
 			}
@@ -54,6 +70,7 @@ func (h *Handler) withCaller(ctx context.Context, claims auth.Claims, authentica
 		c.sub = authz.SubjectOf(claims)
 		c.writeScope = claims.CanWriteCatalog()
 		c.unrestricted = h.opts.Authz == nil || claims.Admin
+		c.version, c.hasVersion = claims.PolicyVersion, claims.HasPolicyVersion
 	}
 	return context.WithValue(ctx, callerKey{}, c)
 }
@@ -95,8 +112,7 @@ func (h *Handler) owned(r *http.Request, s authz.Securable) {
 	if err := h.opts.Authz.GrantOwner(r.Context(), c.sub, s); err != nil {
 		h.log.ErrorContext(r.Context(), "cannot grant the creator's privileges", "securable", s.String(), "err", err)
 	}
-	c.pol = nil // the rest of the request sees the new grants
-
+	c.pol, c.hasVersion = nil, false // the rest of the request sees the new grants
 }
 
 // dropped removes the grants and tags naming s, so that a new object of the

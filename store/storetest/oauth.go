@@ -10,6 +10,7 @@ import (
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/authz"
 )
 
 func testDeleteSigningKey(t *testing.T, e *env) {
@@ -149,13 +150,30 @@ func testRevokedTokens(t *testing.T, e *env) {
 		jti  string
 		want bool
 	}{{"t1", true}, {"t2", false}} {
-		p, revoked, err := e.s.TokenPrincipal(e.ctx, "c1", tt.jti)
+		ts, err := e.s.TokenState(e.ctx, "c1", tt.jti)
 		must(t, err)
-		if p.Name != "etl" || p.ClientID != "c1" || len(p.Scopes) != 1 || revoked != tt.want {
-			t.Errorf("TokenPrincipal(c1, %s) = %+v, %v; want etl, %v", tt.jti, p, revoked, tt.want)
+		p := ts.Principal
+		if p.ID != "p1" || p.Name != "etl" || p.ClientID != "c1" || p.Admin || p.Disabled || ts.Revoked != tt.want {
+			t.Errorf("TokenState(c1, %s) = %+v; want etl, revoked %v", tt.jti, ts, tt.want)
 		}
 	}
-	_, _, err = e.s.TokenPrincipal(e.ctx, "ghost", "t1")
+	must(t, e.s.SetPrincipalDisabled(e.ctx, "etl", true))
+	if ts, err := e.s.TokenState(e.ctx, "c1", "t2"); err != nil || !ts.Principal.Disabled {
+		t.Errorf("TokenState of a disabled principal = %+v, %v", ts, err)
+	}
+	must(t, e.s.SetPrincipalDisabled(e.ctx, "etl", false))
+	// The policy version comes with the token's state, and follows changes.
+	for range 2 {
+		ts, err := e.s.TokenState(e.ctx, "c1", "t2")
+		must(t, err)
+		v, err := e.s.AuthzVersion(e.ctx)
+		must(t, err)
+		if !ts.HasPolicyVersion || ts.PolicyVersion != v {
+			t.Errorf("TokenState policy version = %d (known %v), AuthzVersion = %d", ts.PolicyVersion, ts.HasPolicyVersion, v)
+		}
+		must(t, e.s.CreateRole(e.ctx, authz.RoleInfo{Name: fmt.Sprint("token-state-", v)}))
+	}
+	_, err = e.s.TokenState(e.ctx, "ghost", "t1")
 	wantErr(t, err, floe.NotFound, "principal", "Principal does not exist for client id: ghost")
 
 	// A sweep after t1's first expiry but before its second keeps it.
