@@ -16,13 +16,17 @@ type AsyncOptions struct {
 	// MaxBatch is the most events stored in one transaction (default 1024).
 	MaxBatch int
 	// Linger is how long the writer waits for more events after the first
-	// of a batch (default 2ms; negative: not at all). Under load it turns
-	// many one-event transactions into a few large ones; an event reaches
-	// the store at most this much later.
+	// of a batch (default 10ms; negative: not at all). Under load it turns
+	// many small transactions into a few large ones, which share the
+	// fixed cost of a transaction (its commit writes every page it
+	// touched); an event reaches the store at most this much later.
 	Linger time.Duration
 	// Logger receives a line for every failed batch.
 	Logger *slog.Logger
 }
+
+// defaultLinger is AsyncOptions.Linger's default.
+const defaultLinger = 10 * time.Millisecond
 
 // Async appends events in the background, in batches, for hot paths (every
 // object request, every credential vend) that must not wait for a store
@@ -53,7 +57,7 @@ func NewAsync(l *Log, o AsyncOptions) *Async {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Linger == 0 {
-		o.Linger = 2 * time.Millisecond
+		o.Linger = defaultLinger
 	}
 	a := &Async{log: l, ch: make(chan Event, o.Capacity), max: o.MaxBatch, linger: o.Linger, logger: o.Logger, done: make(chan struct{})}
 	go a.run()
@@ -89,42 +93,30 @@ func (a *Async) Stored() int64 { return a.stored.Load() }
 func (a *Async) run() {
 	defer close(a.done)
 	batch := make([]Event, 0, a.max)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	var timer *time.Timer
 	for e := range a.ch {
 		batch = append(batch[:0], e)
-		var wait <-chan time.Time
-		if a.linger > 0 {
-			timer.Reset(a.linger)
-			wait = timer.C
+		// Linger unless a full batch is waiting already. The writer
+		// sleeps instead of waking for every event that arrives.
+		if a.linger > 0 && len(a.ch) < a.max-1 {
+			if timer == nil {
+				timer = time.NewTimer(a.linger)
+			} else {
+				timer.Reset(a.linger)
+			}
+			<-timer.C
 		}
 	fill:
 		for len(batch) < a.max {
-			if wait == nil { // take only what is queued
-				select {
-				case e, ok := <-a.ch:
-					if !ok {
-						break fill
-					}
-					batch = append(batch, e)
-				default:
-					break fill
-				}
-				continue
-			}
 			select {
 			case e, ok := <-a.ch:
 				if !ok {
 					break fill
 				}
 				batch = append(batch, e)
-			case <-wait:
-				wait = nil
+			default:
 				break fill
 			}
-		}
-		if wait != nil {
-			timer.Stop()
 		}
 		a.flush(batch)
 	}

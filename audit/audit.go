@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 )
 
@@ -260,17 +261,62 @@ func hashRecord(r Record) (string, error) {
 	if !json.Valid(r.Detail) || !bytes.HasPrefix(bytes.TrimSpace(r.Detail), []byte("{")) {
 		return "", errors.New("detail is not a JSON object")
 	}
-	c := canonical{Seq: r.Seq, Time: r.Time.UTC().Format(timeLayout), RequestID: r.RequestID, Principal: r.Principal,
+	line, err := canonicalLine(r)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write(prev)
+	h.Write(line) // ends with a newline
+	h.Write(r.Detail)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// canonicalLine returns the canonical JSON line of r's fields: what a
+// json.Encoder without HTML escaping writes for canonical{...}. Fields
+// that JSON would escape take the encoder itself; the common case, plain
+// printable ASCII, is written directly (byte for byte the same).
+func canonicalLine(r Record) ([]byte, error) {
+	t := r.Time.UTC().Format(timeLayout)
+	fields := [...]string{t, r.RequestID, r.Principal, r.ClientAddr, r.Action, r.Resource, r.Outcome}
+	n := 120
+	for _, f := range fields {
+		if !plainJSON(f) {
+			return encodeCanonical(r, t)
+		}
+		n += len(f)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, r.Seq, 10)
+	for i, name := range [...]string{`,"time":"`, `","request_id":"`, `","principal":"`, `","client_addr":"`,
+		`","action":"`, `","resource":"`, `","outcome":"`} {
+		b = append(b, name...)
+		b = append(b, fields[i]...)
+	}
+	return append(b, "\"}\n"...), nil
+}
+
+// plainJSON reports whether JSON writes s inside quotes unchanged:
+// printable ASCII without quote or backslash.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeCanonical is canonicalLine by encoding/json.
+func encodeCanonical(r Record, t string) ([]byte, error) {
+	c := canonical{Seq: r.Seq, Time: t, RequestID: r.RequestID, Principal: r.Principal,
 		ClientAddr: r.ClientAddr, Action: r.Action, Resource: r.Resource, Outcome: r.Outcome}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(c); err != nil {
-		return "", fmt.Errorf("encode record: %w", err)
+		return nil, fmt.Errorf("encode record: %w", err)
 	}
-	h := sha256.New()
-	h.Write(prev)
-	h.Write(buf.Bytes()) // ends with the encoder's newline
-	h.Write(r.Detail)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return buf.Bytes(), nil
 }

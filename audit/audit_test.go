@@ -127,3 +127,36 @@ func TestAppendErrors(t *testing.T) {
 		t.Fatalf("Append = %+v, %v", r, err)
 	}
 }
+
+// TestAppendBatchSizes: batches of every size around the store's INSERT
+// chunk sizes (64, 16, 4, 1 records) are stored whole, in order, chained.
+func TestAppendBatchSizes(t *testing.T) {
+	l, db := openLog(t)
+	ctx := context.Background()
+	total := 0
+	for _, n := range []int{1, 2, 3, 4, 5, 15, 16, 17, 20, 63, 64, 65, 84, 129, 150} {
+		events := make([]audit.Event, n)
+		for i := range events {
+			events[i] = audit.Event{RequestID: fmt.Sprint("b", n, "-", i), Principal: "etl", Action: "catalog.loadTable",
+				Resource: "table:w/a.t", Outcome: audit.OutcomeSuccess, Detail: map[string]any{"i": i}}
+		}
+		if err := l.AppendBatch(ctx, events); err != nil {
+			t.Fatalf("batch of %d: %v", n, err)
+		}
+		total += n
+	}
+	if err := l.Verify(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var count, maxSeq int
+	if err := db.QueryRow("SELECT COUNT(*), MAX(seq) FROM audit_events").Scan(&count, &maxSeq); err != nil {
+		t.Fatal(err)
+	}
+	if count != total || maxSeq != total {
+		t.Errorf("%d records up to seq %d, want %d", count, maxSeq, total)
+	}
+	var rid string
+	if err := db.QueryRow("SELECT request_id FROM audit_events WHERE seq = ?", total).Scan(&rid); err != nil || rid != "b150-149" {
+		t.Errorf("last record's request id %q, %v", rid, err)
+	}
+}

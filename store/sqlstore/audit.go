@@ -34,7 +34,7 @@ func (s *Store) AppendAuditBatch(ctx context.Context, seal func(prevSeq int64, p
 	return s.write(ctx, "append audit events", func(c conn) error {
 		var seq int64
 		var hash string
-		if err := c.queryRow(ctx, "SELECT seq, hash FROM audit_head WHERE id = 1"+s.d.forUpdate).Scan(&seq, &hash); err != nil {
+		if err := c.queryRow(ctx, auditHeadForUpdate+s.d.forUpdate).Scan(&seq, &hash); err != nil {
 			return err
 		}
 		rs, err := seal(seq, hash)
@@ -48,11 +48,20 @@ func (s *Store) AppendAuditBatch(ctx context.Context, seal func(prevSeq int64, p
 			}
 			seq, hash = r.Seq, r.Hash
 		}
-		// Multi-row INSERTs: one statement per auditInsertRows records
-		// costs a fraction of one statement per record.
+		// Multi-row INSERTs: one statement per up to auditInsertRows
+		// records costs a fraction of one statement per record. The chunks
+		// have one of a few sizes, so that their statements can be
+		// prepared once.
 		for len(rs) > 0 {
-			chunk := rs[:min(len(rs), auditInsertRows)]
-			rs = rs[len(chunk):]
+			n := 1
+			for _, size := range auditInsertSizes {
+				if len(rs) >= size {
+					n = size
+					break
+				}
+			}
+			chunk := rs[:n]
+			rs = rs[n:]
 			args := make([]any, 0, len(chunk)*11)
 			for _, r := range chunk {
 				args = append(args, r.Seq, s.d.timeArg(r.Time), r.RequestID, r.Principal, r.ClientAddr, r.Action,
@@ -65,13 +74,25 @@ func (s *Store) AppendAuditBatch(ctx context.Context, seal func(prevSeq int64, p
 		if !sealed {
 			return nil
 		}
-		_, err = c.exec(ctx, "UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1", seq, hash)
+		_, err = c.exec(ctx, auditHeadUpdate, seq, hash)
 		return err
 	})
 }
 
-// auditInsertRows bounds the records of one INSERT statement (11
-// parameters each, well under SQLite's and PostgreSQL's limits).
+// The statements of an append. auditHeadForUpdate is completed by the
+// dialect's row lock (nothing on SQLite, where the write lock serializes).
+const (
+	auditHeadForUpdate = "SELECT seq, hash FROM audit_head WHERE id = 1"
+	auditHeadUpdate    = "UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1"
+)
+
+// auditInsertSizes are the record counts of the INSERT statements a batch
+// is split into, largest first: at most auditInsertRows records (11
+// parameters each, well under SQLite's and PostgreSQL's limits), and
+// always 1 last so that every count can be made of them.
+var auditInsertSizes = []int{auditInsertRows, 16, 4, 1}
+
+// auditInsertRows bounds the records of one INSERT statement.
 const auditInsertRows = 64
 
 // auditInsert returns an INSERT of n audit records.

@@ -211,7 +211,7 @@ func isMemoryDSN(dsn string) bool {
 
 // sqliteDSN returns dsn with the parameters every pooled connection needs
 // added, unless dsn already sets them: WAL, synchronous=NORMAL, foreign keys,
-// a busy timeout, and BEGIN IMMEDIATE for write transactions (write) or
+// a busy timeout, temporary storage in memory, and BEGIN IMMEDIATE for write transactions (write) or
 // query_only (not write).
 func sqliteDSN(dsn string, write bool) (string, error) {
 	base, query, _ := strings.Cut(dsn, "?")
@@ -233,6 +233,9 @@ func sqliteDSN(dsn string, write bool) (string, error) {
 		{"journal_mode", "journal_mode(WAL)"},
 		{"synchronous", "synchronous(NORMAL)"},
 		{"foreign_keys", "foreign_keys(1)"},
+		// Statement journals (a multi-row INSERT in a transaction needs
+		// one) stay in memory instead of spilling to temporary files.
+		{"temp_store", "temp_store(MEMORY)"},
 	} {
 		if !has(p.name) {
 			add = append(add, "_pragma="+url.QueryEscape(p.value))

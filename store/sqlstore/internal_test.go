@@ -67,7 +67,7 @@ func FuzzRebind(f *testing.F) {
 }
 
 func TestSQLiteDSN(t *testing.T) {
-	all := "_pragma=busy_timeout%2810000%29&_pragma=journal_mode%28WAL%29&_pragma=synchronous%28NORMAL%29&_pragma=foreign_keys%281%29"
+	all := "_pragma=busy_timeout%2810000%29&_pragma=journal_mode%28WAL%29&_pragma=synchronous%28NORMAL%29&_pragma=foreign_keys%281%29&_pragma=temp_store%28MEMORY%29"
 	tests := []struct {
 		in    string
 		write bool
@@ -77,7 +77,9 @@ func TestSQLiteDSN(t *testing.T) {
 		{"/var/lib/floe/floe.db", false, "/var/lib/floe/floe.db?" + all + "&_query_only=1"},
 		{"file:floe.db?cache=private", true, "file:floe.db?cache=private&" + all + "&_txlock=immediate"},
 		{"floe.db?_pragma=synchronous(FULL)&_txlock=exclusive", true,
-			"floe.db?_pragma=synchronous(FULL)&_txlock=exclusive&_pragma=busy_timeout%2810000%29&_pragma=journal_mode%28WAL%29&_pragma=foreign_keys%281%29"},
+			"floe.db?_pragma=synchronous(FULL)&_txlock=exclusive&_pragma=busy_timeout%2810000%29&_pragma=journal_mode%28WAL%29&_pragma=foreign_keys%281%29&_pragma=temp_store%28MEMORY%29"},
+		{"floe.db?_pragma=temp_store(FILE)", false,
+			"floe.db?_pragma=temp_store(FILE)&_pragma=busy_timeout%2810000%29&_pragma=journal_mode%28WAL%29&_pragma=synchronous%28NORMAL%29&_pragma=foreign_keys%281%29&_query_only=1"},
 	}
 	for _, tt := range tests {
 		got, err := sqliteDSN(tt.in, tt.write)
@@ -98,7 +100,7 @@ func TestSQLitePragmas(t *testing.T) {
 		pragma string
 		value  string
 	}
-	common := []want{{"journal_mode", "wal"}, {"synchronous", "1"}, {"foreign_keys", "1"}, {"busy_timeout", "10000"}}
+	common := []want{{"journal_mode", "wal"}, {"synchronous", "1"}, {"foreign_keys", "1"}, {"busy_timeout", "10000"}, {"temp_store", "2"}}
 	for _, pool := range []struct {
 		name  string
 		conns int

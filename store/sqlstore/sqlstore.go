@@ -76,10 +76,13 @@ type Options struct {
 
 // Store is the SQL metadata store. It is safe for concurrent use.
 type Store struct {
-	d        *dialect
-	wdb      *sql.DB    // write transactions (one connection on SQLite)
-	rdb      *sql.DB    // reads; the same pool as wdb except on file-backed SQLite
-	rcache   *stmtCache // prepared read statements on SQLite
+	d      *dialect
+	wdb    *sql.DB    // write transactions (one connection on SQLite)
+	rdb    *sql.DB    // reads; the same pool as wdb except on file-backed SQLite
+	rcache *stmtCache // prepared read statements on SQLite
+	// wstmts are hot write-transaction statements prepared once on the
+	// write connection (SQLite only; keyed by rebound query text).
+	wstmts   map[string]*sql.Stmt
 	log      *slog.Logger
 	now      func() time.Time
 	lifetime time.Duration
@@ -129,7 +132,37 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.prepareWrites(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// prepareWrites prepares the statements of the hottest write transactions
+// (the audit log's appends) on SQLite's single write connection, where
+// modernc's driver would otherwise parse their text in every transaction.
+// They must be prepared here, outside any transaction: preparing on the
+// pool while a transaction holds its only connection would wait forever.
+// (pgx caches prepared statements per connection by itself.)
+func (s *Store) prepareWrites(ctx context.Context) error {
+	if s.d.name != DialectSQLite {
+		return nil
+	}
+	qs := []string{auditHeadForUpdate, auditHeadUpdate}
+	for _, n := range auditInsertSizes {
+		qs = append(qs, auditInsert(n))
+	}
+	s.wstmts = make(map[string]*sql.Stmt, len(qs))
+	for _, q := range qs {
+		q = s.d.rebind(q)
+		st, err := s.wdb.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("sqlstore: prepare %q: %w", q, err)
+		}
+		s.wstmts[q] = st
+	}
+	return nil
 }
 
 func (s *Store) openPostgres(dsn string, opts Options) error {
@@ -193,6 +226,9 @@ func (s *Store) Close() error {
 	if s.rcache != nil {
 		s.rcache.close()
 	}
+	for _, st := range s.wstmts {
+		_ = st.Close()
+	}
 	err := s.wdb.Close()
 	if s.rdb != s.wdb {
 		err = errors.Join(err, s.rdb.Close())
@@ -217,10 +253,21 @@ type queryer interface {
 type conn struct {
 	q queryer
 	d *dialect
+	// tx and pre are set in write transactions on SQLite: statements
+	// found in pre run as tx's copy of the prepared statement.
+	tx  *sql.Tx
+	pre map[string]*sql.Stmt
 }
 
 func (c conn) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := c.q.ExecContext(ctx, c.d.rebind(query), args...)
+	query = c.d.rebind(query)
+	var res sql.Result
+	var err error
+	if st := c.pre[query]; st != nil && c.tx != nil {
+		res, err = c.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	} else {
+		res, err = c.q.ExecContext(ctx, query, args...)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -236,7 +283,11 @@ func (c conn) query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 }
 
 func (c conn) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return c.q.QueryRowContext(ctx, c.d.rebind(query), args...)
+	query = c.d.rebind(query)
+	if st := c.pre[query]; st != nil && c.tx != nil {
+		return c.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return c.q.QueryRowContext(ctx, query, args...)
 }
 
 // exists reports whether query returns a row.
@@ -285,7 +336,7 @@ func (s *Store) tryWrite(ctx context.Context, fn func(c conn) error) error {
 	if err != nil {
 		return err
 	}
-	if err := fn(conn{q: tx, d: s.d}); err != nil {
+	if err := fn(conn{q: tx, d: s.d, tx: tx, pre: s.wstmts}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
