@@ -59,8 +59,7 @@ func tableResult(st *catalog.TableState, metadata []byte, acc *tableAccess) [][]
 	}
 	tail := []byte(`}`)
 	if acc != nil {
-		b, _ := json.Marshal(acc)
-		tail = append([]byte{','}, b[1:]...)
+		tail = acc.resultTail()
 	}
 	return [][]byte{head, metadata, tail}
 }

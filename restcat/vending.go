@@ -2,6 +2,7 @@ package restcat
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"net/http"
 	"net/url"
@@ -38,6 +39,11 @@ type Vending struct {
 
 	mu    sync.Mutex
 	cache map[credKey]vendedCreds
+	// loads holds the storage access of loadTable answers built from a
+	// reused credential, by credential id and table path, with its JSON
+	// encoding: a table loaded again within the reuse window gets the
+	// same bytes without building and encoding them again.
+	loads map[string]tableAccess
 }
 
 // credKey identifies the credentials a caller may be handed again: the
@@ -136,6 +142,20 @@ func s3Location(loc string) (bucket, prefix string, ok bool) {
 type tableAccess struct {
 	Config             map[string]string   `json:"config"`
 	StorageCredentials []storageCredential `json:"storage-credentials,omitempty"`
+	// tail, if set, is what resultTail returns. A tableAccess that has it is
+	// shared and must not be changed.
+	tail []byte
+}
+
+// resultTail returns the part of a LoadTableResult after the metadata: a's
+// members, as in `,"config":{...}}`.
+func (a *tableAccess) resultTail() []byte {
+	if a.tail != nil {
+		return a.tail
+	}
+	b, _ := json.Marshal(a)
+	b[0] = ',' // the members continue the result's object
+	return b
 }
 
 type storageCredential struct {
@@ -208,12 +228,34 @@ func (h *Handler) vendedAccess(r *http.Request, id catalog.Ident, bucket, prefix
 	if c, ok := r.Context().Value(callerKey{}).(*caller); ok && c != nil {
 		c.credentialID = credID
 	}
+	path := tablePath(r, id)
+	// The answer depends only on the credential (which fixes the table's
+	// bucket and prefix and the access) and the table's path.
+	key := credID + "\x00" + path
+	if reuse {
+		v.mu.Lock()
+		acc, ok := v.loads[key]
+		v.mu.Unlock()
+		if ok {
+			return acc, nil
+		}
+	}
 	sc := v.clientConfig()
 	maps.Copy(sc, credentialConfig(creds))
 	cfg := maps.Clone(sc)
-	cfg["client.refresh-credentials-endpoint"] = tablePath(r, id) + "/credentials"
+	cfg["client.refresh-credentials-endpoint"] = path + "/credentials"
 	cfg["client.refresh-credentials-enabled"] = "true"
-	return tableAccess{Config: cfg, StorageCredentials: []storageCredential{{Prefix: "s3://" + bucket + "/" + prefix, Config: sc}}}, nil
+	acc := tableAccess{Config: cfg, StorageCredentials: []storageCredential{{Prefix: "s3://" + bucket + "/" + prefix, Config: sc}}}
+	if reuse {
+		acc.tail = acc.resultTail()
+		v.mu.Lock()
+		if v.loads == nil || len(v.loads) > 10000 {
+			v.loads = map[string]tableAccess{}
+		}
+		v.loads[key] = acc
+		v.mu.Unlock()
+	}
+	return acc, nil
 }
 
 func (v *Vending) audit(ctx context.Context, s vend.Session) {

@@ -444,3 +444,43 @@ func TestVendedCredentialsReuse(t *testing.T) {
 		return vends == 1 && loads == 2
 	})
 }
+
+// TestReusedAccessNamesItsTable: a load answered from the reused access of
+// an earlier one is the same answer, and each table's answer keeps its own
+// prefix and refresh endpoint.
+func TestReusedAccessNamesItsTable(t *testing.T) {
+	f := testkit.Start(t)
+	mustStatus(t, f.Do(t, "POST", f.P("/namespaces"), `{"namespace":["r"]}`), 200)
+	for _, name := range []string{"t", "u"} {
+		mustStatus(t, f.Do(t, "POST", f.P("/namespaces/r/tables"), createTableBody(name, "")), 200)
+	}
+	tok := f.Token(t)
+	load := func(name string) (loadResult, string) {
+		t.Helper()
+		var lr loadResult
+		r := f.DoAs(t, tok, "GET", f.P("/namespaces/r/tables/"+name), nil)
+		mustStatus(t, r, 200)
+		r.JSON(t, &lr)
+		return lr, string(r.Body)
+	}
+	t1, body1 := load("t")
+	t2, body2 := load("t")
+	u, _ := load("u")
+	if body1 != body2 {
+		t.Errorf("second load of t differs:\n%s\n%s", body1, body2)
+	}
+	for _, c := range []struct {
+		name string
+		lr   loadResult
+	}{{"t", t1}, {"t", t2}, {"u", u}} {
+		if ep := c.lr.Config["client.refresh-credentials-endpoint"]; !strings.HasSuffix(ep, "/tables/"+c.name+"/credentials") {
+			t.Errorf("table %s: refresh endpoint %q", c.name, ep)
+		}
+		if len(c.lr.StorageCredentials) != 1 || c.lr.StorageCredentials[0].Prefix != strings.TrimSuffix(c.lr.Metadata.Location, "/")+"/" {
+			t.Errorf("table %s at %s: storage credentials %+v", c.name, c.lr.Metadata.Location, c.lr.StorageCredentials)
+		}
+	}
+	if u.Config["s3.access-key-id"] == t1.Config["s3.access-key-id"] {
+		t.Error("tables t and u share a credential")
+	}
+}
