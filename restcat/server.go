@@ -68,6 +68,7 @@ type Handler struct {
 	keys *keyLocks
 
 	whCache warehouseCache
+	ids     *httperr.RequestIDs
 }
 
 // New returns a handler serving cat.
@@ -81,7 +82,7 @@ func New(cat *catalog.Catalog, opts Options) *Handler {
 	if opts.IdempotencyLifetime <= 0 {
 		opts.IdempotencyLifetime = 30 * time.Minute
 	}
-	h := &Handler{cat: cat, opts: opts, log: opts.Logger, mux: http.NewServeMux(), keys: newKeyLocks()}
+	h := &Handler{cat: cat, opts: opts, log: opts.Logger, mux: http.NewServeMux(), keys: newKeyLocks(), ids: httperr.NewRequestIDs(time.Now)}
 	h.routes()
 	return h
 }
@@ -163,7 +164,7 @@ func (h *Handler) Operations() []string {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rid := httperr.RequestID(w, r)
+	rid := h.ids.Of(w, r)
 	r = r.WithContext(withRequestID(r.Context(), rid))
 	h.mux.ServeHTTP(w, r)
 }

@@ -105,11 +105,22 @@ func JSON(w http.ResponseWriter, status int, v any) {
 // and at most 128 bytes, else a new random one. It echoes the id in w's
 // X-Request-Id header.
 func RequestID(w http.ResponseWriter, r *http.Request) string {
-	rid := r.Header.Get("X-Request-Id")
-	if rid == "" || len(rid) > 128 {
+	return requestID(w, r, func() string {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
-		rid = hex.EncodeToString(b[:])
+		return hex.EncodeToString(b[:])
+	})
+}
+
+// maxRequestIDBytes bounds the X-Request-Id a client may choose.
+const maxRequestIDBytes = 128
+
+// requestID keeps the client's X-Request-Id (up to maxRequestIDBytes) or
+// makes one with make, and echoes it.
+func requestID(w http.ResponseWriter, r *http.Request, make func() string) string {
+	rid := r.Header.Get("X-Request-Id")
+	if rid == "" || len(rid) > maxRequestIDBytes {
+		rid = make()
 	}
 	w.Header().Set("X-Request-Id", rid)
 	return rid
