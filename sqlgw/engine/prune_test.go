@@ -92,3 +92,31 @@ func auditedFiles(t *testing.T, e *env, sql string) (files, pruned int) {
 	t.Fatalf("no audit event for %q", sql)
 	return 0, 0
 }
+
+// TestFilePruningEarlierSchema: a conjunct on a column renamed since an
+// earlier snapshot still answers right when reading that snapshot.
+func TestFilePruningEarlierSchema(t *testing.T) {
+	e := newEnv(t, func(c *app.Config) { c.SQLTableCacheBytes = -1 })
+	tbl := e.createPeople(t, "crm", "r")
+	tbl = appendPeople(t, tbl, people(3)...)
+	first := tbl.CurrentSnapshot().SnapshotID
+	tx := tbl.NewTransaction()
+	if err := tx.UpdateSchema(true, false).RenameColumn([]string{"name"}, "full_name").Commit(); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := tx.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendPeople(t, tbl, people(6)[3:]...)
+	c := e.admin(t)
+	for _, tt := range []struct{ sql, want string }{
+		{fmt.Sprintf("SELECT id FROM crm.r AT (VERSION => %d) WHERE full_name = 'person-2'", first), "[[2]]"},
+		{"SELECT id FROM crm.r WHERE full_name = 'person-5'", "[[5]]"},
+		{"SELECT count(*) FROM crm.r WHERE full_name >= 'person-4'", "[[3]]"},
+	} {
+		if got := fmt.Sprint(mustRows(t, c, tt.sql)); got != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.sql, got, tt.want)
+		}
+	}
+}
