@@ -16,7 +16,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -236,7 +235,7 @@ func (h *Handler) wrap(rt route) http.Handler {
 			}
 		}()
 		if h.opts.Auth != nil {
-			tok, ok := bearer(r)
+			tok, ok := httperr.Bearer(r)
 			if !ok {
 				h.writeError(w, r, floe.E(floe.Unauthenticated, "token", "missing bearer token: authenticate at /v1/oauth/tokens and send Authorization: Bearer <token>"))
 				return
@@ -281,7 +280,7 @@ func (h *Handler) record(c *call, action string, err error) {
 	if h.opts.Audit == nil {
 		return
 	}
-	e := audit.Event{RequestID: c.rid, Principal: c.sub.Principal, ClientAddr: clientAddr(c.r), Action: action,
+	e := audit.Event{RequestID: c.rid, Principal: c.sub.Principal, ClientAddr: httperr.ClientAddr(c.r), Action: action,
 		Resource: c.resource, Outcome: audit.OutcomeSuccess, Detail: c.detail}
 	if err != nil {
 		e.Outcome = audit.OutcomeFailure
@@ -294,22 +293,6 @@ func (h *Handler) record(c *call, action string, err error) {
 		e.Detail["error"] = floe.PublicMessage(err)
 	}
 	h.opts.Audit(context.WithoutCancel(c.ctx), e)
-}
-
-func bearer(r *http.Request) (string, bool) {
-	a := r.Header.Get("Authorization")
-	if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-		return strings.TrimSpace(a[7:]), true
-	}
-	return "", false
-}
-
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // requireAdmin refuses a non-administrator, naming what needed one.

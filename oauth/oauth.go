@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -139,16 +138,6 @@ type ridKey struct{}
 func requestID(ctx context.Context) string {
 	s, _ := ctx.Value(ridKey{}).(string)
 	return s
-}
-
-// clientIP is the host part of the peer address. Forwarded headers are not
-// trusted: behind a proxy every request comes from the proxy's address.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // Response is a successful token response.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/internal/httperr"
 )
 
 // Client authentication methods (RFC 8414 names).
@@ -80,7 +81,7 @@ func (h *Handler) serveToken(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, a *attempt, action string, err error) {
 	ctx := r.Context()
 	oe := errIn(err, "invalid_client")
-	ip := clientIP(r)
+	ip := httperr.ClientAddr(r)
 	if oe.authFailure() {
 		h.limiter.fail(a.limitKeys(ip)...)
 	}
@@ -113,7 +114,7 @@ func (h *Handler) record(ctx context.Context, r *http.Request, principal, action
 	if h.audit == nil {
 		return nil
 	}
-	_, err := h.audit.Append(ctx, audit.Event{RequestID: requestID(ctx), Principal: principal, ClientAddr: clientIP(r),
+	_, err := h.audit.Append(ctx, audit.Event{RequestID: requestID(ctx), Principal: principal, ClientAddr: httperr.ClientAddr(r),
 		Action: action, Resource: resource, Outcome: outcome, Detail: detail})
 	return err
 }
@@ -181,7 +182,7 @@ func (h *Handler) token(r *http.Request, a *attempt) (issued, error) {
 // checkLimit refuses the request with 429 while its client id or address
 // has used up its failed attempts.
 func (h *Handler) checkLimit(r *http.Request, a *attempt) error {
-	retry, first, blocked := h.limiter.blocked(a.limitKeys(clientIP(r))...)
+	retry, first, blocked := h.limiter.blocked(a.limitKeys(httperr.ClientAddr(r))...)
 	if !blocked {
 		return nil
 	}

@@ -188,7 +188,7 @@ func (h *Handler) wrap(rt route) http.Handler {
 		ctx := r.Context()
 		var claims auth.Claims
 		if h.opts.Auth != nil {
-			tok, ok := bearer(r)
+			tok, ok := httperr.Bearer(r)
 			if !ok {
 				rec.err = floe.E(floe.Unauthenticated, "token", "missing bearer token: authenticate at /v1/oauth/tokens and send Authorization: Bearer <token>")
 				writeError(w, r, h.log, rec.err)
@@ -262,7 +262,7 @@ func (h *Handler) audit(r *http.Request, rt route, rec *statusRecorder, start ti
 	if status == 0 {
 		status = http.StatusOK
 	}
-	e := audit.Event{Time: start, RequestID: requestID(r.Context()), ClientAddr: r.RemoteAddr,
+	e := audit.Event{Time: start, RequestID: requestID(r.Context()), ClientAddr: httperr.ClientAddr(r),
 		Action: "catalog." + rt.name, Resource: resourceOf(r), Outcome: audit.OutcomeSuccess,
 		Detail: map[string]any{"method": r.Method, "status": status, "duration_ms": time.Since(start).Milliseconds()}}
 	if c := rec.claims; c != nil {
@@ -307,14 +307,6 @@ func resourceOf(r *http.Request) string {
 		return "view:" + wh + "/" + nsKey + "." + v
 	}
 	return "namespace:" + wh + "/" + nsKey
-}
-
-func bearer(r *http.Request) (string, bool) {
-	a := r.Header.Get("Authorization")
-	if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-		return strings.TrimSpace(a[7:]), true
-	}
-	return "", false
 }
 
 type ridKey struct{}

@@ -14,6 +14,7 @@ import (
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/httperr"
 	"github.com/floe-lake/floe/objstore"
 	"github.com/floe-lake/floe/vend"
 )
@@ -201,7 +202,7 @@ func (h *Handler) access(r *http.Request, wh string, id catalog.Ident, tableLoc 
 		cfg["s3.signer"] = "S3V4RestSigner" // PyIceberg picks its signer by this name
 		cfg["s3.signer.uri"] = h.baseURL(r)
 		cfg["s3.signer.endpoint"] = tablePath(r, id) + "/sign"
-		if tok, ok := bearer(r); ok {
+		if tok, ok := httperr.Bearer(r); ok {
 			cfg["token"] = tok // PyIceberg's signer authenticates with the table config's token
 		}
 		return tableAccess{Config: cfg}, nil

@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
+	"strings"
 
 	"github.com/floe-lake/floe"
 )
@@ -124,4 +126,24 @@ func requestID(w http.ResponseWriter, r *http.Request, make func() string) strin
 	}
 	w.Header().Set("X-Request-Id", rid)
 	return rid
+}
+
+// Bearer returns the token of an "Authorization: Bearer <token>" header.
+func Bearer(r *http.Request) (string, bool) {
+	a := r.Header.Get("Authorization")
+	if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		return strings.TrimSpace(a[7:]), true
+	}
+	return "", false
+}
+
+// ClientAddr is the host part of the peer address, as audit events record
+// it. Forwarded headers are not trusted: behind a proxy every request comes
+// from the proxy's address.
+func ClientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }

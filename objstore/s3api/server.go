@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/floe-lake/floe/internal/httperr"
 	"github.com/floe-lake/floe/objstore/bucket"
 	"github.com/floe-lake/floe/vend"
 )
@@ -184,7 +184,7 @@ func (s *Server) audit(r *http.Request, q *request, bytesIn int64, arrived, star
 		key = q.auditKey
 	}
 	s.opts.Audit(context.WithoutCancel(r.Context()), AccessEvent{
-		Time: arrived, RequestID: q.id, ClientAddr: clientAddr(r), Operation: q.op,
+		Time: arrived, RequestID: q.id, ClientAddr: httperr.ClientAddr(r), Operation: q.op,
 		Bucket: q.bucket, Key: key, Session: q.sess, BytesIn: bytesIn, BytesOut: q.w.n,
 		Status: status, ErrorCode: code, Duration: time.Since(start),
 	})
@@ -293,14 +293,6 @@ func newRequestID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return strings.ToUpper(hex.EncodeToString(b[:]))
-}
-
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // responseWriter records the status and body bytes of a response. It keeps
