@@ -91,6 +91,7 @@ type Handler struct {
 	opts Options
 	log  *slog.Logger
 	mux  *http.ServeMux
+	ids  *httperr.RequestIDs
 }
 
 // route is one operation: method, path pattern, the audit action of a
@@ -125,7 +126,7 @@ func New(opts Options) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	h := &Handler{opts: opts, log: opts.Logger, mux: http.NewServeMux(), ids: httperr.NewRequestIDs(time.Now)}
 	for _, rt := range append(h.table(), h.ingestRoutes()...) {
 		h.mux.Handle(rt.method+" "+rt.path, h.wrap(rt))
 	}
@@ -175,7 +176,7 @@ func (h *Handler) Routes() []string {
 // ServeHTTP implements http.Handler. It honours an X-Request-Id header (or
 // makes one) and echoes it in the response.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rid := httperr.RequestID(w, r)
+	rid := h.ids.Of(w, r)
 	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ridKey{}, rid)))
 }
 

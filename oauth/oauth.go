@@ -94,6 +94,7 @@ type Handler struct {
 	audit   Auditor
 	limiter *limiter
 	mux     *http.ServeMux
+	ids     *httperr.RequestIDs
 }
 
 // New returns a Handler over svc.
@@ -108,7 +109,7 @@ func New(svc *auth.Service, opts Options) *Handler {
 		opts.FailuresPerMinute = DefaultFailuresPerMinute
 	}
 	h := &Handler{auth: svc, log: opts.Logger, audit: opts.Audit, limiter: newLimiter(opts.FailuresPerMinute, opts.Now),
-		mux: http.NewServeMux()}
+		mux: http.NewServeMux(), ids: httperr.NewRequestIDs(time.Now)}
 	h.mux.HandleFunc(TokenPath, h.serveToken)
 	h.mux.HandleFunc(RevokePath, h.serveRevoke)
 	h.mux.HandleFunc("GET "+MetadataPath, h.serveMetadata(false))
@@ -129,7 +130,7 @@ func Routes(path string) bool {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rid := httperr.RequestID(w, r)
+	rid := h.ids.Of(w, r)
 	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ridKey{}, rid)))
 }
 

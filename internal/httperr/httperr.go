@@ -5,8 +5,6 @@
 package httperr
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -101,17 +99,6 @@ func JSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-}
-
-// RequestID returns the request's id: its X-Request-Id header when present
-// and at most 128 bytes, else a new random one. It echoes the id in w's
-// X-Request-Id header.
-func RequestID(w http.ResponseWriter, r *http.Request) string {
-	return requestID(w, r, func() string {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		return hex.EncodeToString(b[:])
-	})
 }
 
 // maxRequestIDBytes bounds the X-Request-Id a client may choose.

@@ -39,7 +39,9 @@ func (ids *RequestIDs) Next() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Of is RequestID with ids made by Next.
+// Of returns the request's id: its X-Request-Id header when present and
+// at most 128 bytes, else a new one from Next. It echoes the id in w's
+// X-Request-Id header.
 func (ids *RequestIDs) Of(w http.ResponseWriter, r *http.Request) string {
 	return requestID(w, r, ids.Next)
 }
