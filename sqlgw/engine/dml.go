@@ -405,7 +405,7 @@ func (st *dmlStmt) plan(ctx context.Context) (*dmlPlan, error) {
 	if d.kind != dmlInsert {
 		var tasks []table.FileScanTask
 		if snap := tbl.CurrentSnapshot(); snap != nil {
-			if tasks, err = e.planFiles(ctx, tbl, snap.SnapshotID); err != nil {
+			if tasks, err = e.planFiles(ctx, tbl, snap.SnapshotID, nil); err != nil {
 				return nil, err
 			}
 		}

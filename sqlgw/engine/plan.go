@@ -73,19 +73,23 @@ func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *
 	if err != nil {
 		return nil, err
 	}
-	var tasks []table.FileScanTask
+	var (
+		tasks []table.FileScanTask
+		size  int64 // bytes of the snapshot's files, when the session keeps its rows
+	)
 	if snap != nil {
 		r.snapshot = snap.SnapshotID
-		if tasks, err = e.planFiles(ctx, tbl, snap.SnapshotID); err != nil {
+		if tasks, err = e.planFiles(ctx, tbl, snap.SnapshotID, nil); err != nil {
 			return nil, err
 		}
 		all := len(tasks)
+		size = ss.tables.keepable(tasks)
 		// Pruning is for tables read from their files; a data filter
 		// leaves it out rather than reason about columns the caller
 		// cannot see.
-		if filters == nil && len(ref.prune) > 0 && !ss.tables.keeps(tasks) {
+		if filters == nil && len(ref.prune) > 0 && size == 0 {
 			if f := rowFilter(tbl.Schema(), ref.prune); f != nil {
-				pruned, err := e.planFilesWhere(ctx, tbl, snap.SnapshotID, f)
+				pruned, err := e.planFiles(ctx, tbl, snap.SnapshotID, f)
 				if err == nil {
 					tasks = pruned
 				} else {
@@ -96,7 +100,12 @@ func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *
 		}
 		r.files, r.pruned = len(tasks), all-len(tasks)
 	}
-	base, err := ss.baseFor(ctx, tbl, r.snapshot, tasks, r.pruned == 0, pins)
+	var base string
+	if size > 0 {
+		base, err = ss.keptBase(ctx, tbl, r.snapshot, tasks, size, pins)
+	} else {
+		base, err = e.baseSQL(ctx, tbl.Schema(), tasks, pins)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -138,14 +147,23 @@ type planKey struct {
 	filter   string // the row filter pruning the files, if any
 }
 
-// planFiles lists the data files of a snapshot with their delete files.
-func (e *Engine) planFiles(ctx context.Context, tbl *table.Table, snapshot int64) ([]table.FileScanTask, error) {
+// planFiles lists the data files of a snapshot with their delete files,
+// only those that may hold rows matching filter when it is not nil.
+func (e *Engine) planFiles(ctx context.Context, tbl *table.Table, snapshot int64, filter iceberg.BooleanExpression) ([]table.FileScanTask, error) {
 	key := planKey{table: tbl.Metadata().TableUUID().String(), snapshot: snapshot}
+	opts := []table.ScanOption{table.WithSnapshotID(snapshot)}
+	if filter != nil {
+		key.filter = filter.String()
+		opts = append(opts, table.WithRowFilter(filter), table.WithCaseSensitive(false))
+	}
 	if tasks, ok := e.plans.Get(key); ok {
 		return tasks, nil
 	}
-	tasks, err := tbl.Scan(table.WithSnapshotID(snapshot)).PlanFiles(ctx)
+	tasks, err := tbl.Scan(opts...).PlanFiles(ctx)
 	if err != nil {
+		if filter != nil {
+			return nil, fmt.Errorf("plan files of %s where %s: %w", strings.Join(tbl.Identifier(), "."), filter, err)
+		}
 		return nil, fmt.Errorf("plan files of %s: %w", strings.Join(tbl.Identifier(), "."), err)
 	}
 	tasks = lake.WholeFiles(tasks)

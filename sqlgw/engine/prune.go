@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -10,9 +9,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
-
-	"github.com/floe-lake/floe/lake"
 )
 
 // File pruning: the WHERE conjuncts of a SELECT that compare one column of
@@ -367,20 +363,4 @@ func literalFor(typ iceberg.Type, c constant) (iceberg.Literal, bool) {
 		return iceberg.NewLiteral(iceberg.Date(d.Unix() / 86400)), true
 	}
 	return nil, false
-}
-
-// planFilesWhere is planFiles with a row filter: the data files that may
-// hold rows matching it.
-func (e *Engine) planFilesWhere(ctx context.Context, tbl *table.Table, snapshot int64, filter iceberg.BooleanExpression) ([]table.FileScanTask, error) {
-	key := planKey{table: tbl.Metadata().TableUUID().String(), snapshot: snapshot, filter: filter.String()}
-	if tasks, ok := e.plans.Get(key); ok {
-		return tasks, nil
-	}
-	tasks, err := tbl.Scan(table.WithSnapshotID(snapshot), table.WithRowFilter(filter), table.WithCaseSensitive(false)).PlanFiles(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("plan files of %s where %s: %w", strings.Join(tbl.Identifier(), "."), filter, err)
-	}
-	tasks = lake.WholeFiles(tasks)
-	e.plans.Add(key, tasks)
-	return tasks, nil
 }

@@ -64,10 +64,16 @@ func newTableCache(limit int64) *tableCache {
 // of its budget, so that a few tables fit.
 func (c *tableCache) maxTable() int64 { return c.limit / 4 }
 
-// keeps reports whether the session keeps the rows of a table read from
-// tasks in memory.
-func (c *tableCache) keeps(tasks []table.FileScanTask) bool {
-	return c.limit > 0 && len(tasks) > 0 && filesBytes(tasks) <= c.maxTable()
+// keepable returns the bytes of the files of tasks when the session keeps
+// the rows of a table read from them in memory, else 0.
+func (c *tableCache) keepable(tasks []table.FileScanTask) int64 {
+	if c.limit <= 0 || len(tasks) == 0 {
+		return 0
+	}
+	if size := filesBytes(tasks); size <= c.maxTable() {
+		return size
+	}
+	return 0
 }
 
 // filesBytes sums the sizes of the data and delete files of tasks.
@@ -92,17 +98,12 @@ func filesBytes(tasks []table.FileScanTask) int64 {
 	return n
 }
 
-// baseFor returns the SQL of the rows of tbl at snapshot: a scan of a
-// temporary table when the table is small enough to be kept decoded in
-// the session, else (or when keeping it fails) the scan of its files. Only
-// the complete set of a snapshot's files (not one pruned by a query's
-// predicates) is kept.
-func (ss *session) baseFor(ctx context.Context, tbl *table.Table, snapshot int64, tasks []table.FileScanTask, complete bool, pins *pinSet) (string, error) {
+// keptBase returns the SQL of the rows of tbl at snapshot, read from all
+// of the snapshot's files (tasks, size bytes: see keepable), as a scan of
+// the session's temporary table holding them, made now if missing; or,
+// when making it fails, as the scan of the files.
+func (ss *session) keptBase(ctx context.Context, tbl *table.Table, snapshot int64, tasks []table.FileScanTask, size int64, pins *pinSet) (string, error) {
 	e, c := ss.e, ss.tables
-	if !complete || !c.keeps(tasks) {
-		return e.baseSQL(ctx, tbl.Schema(), tasks, pins)
-	}
-	size := filesBytes(tasks)
 	key := tableKey{uuid: tbl.Metadata().TableUUID().String(), snapshot: snapshot, schema: tbl.Schema().ID}
 	c.clock++
 	if ct, ok := c.entries[key]; ok {
