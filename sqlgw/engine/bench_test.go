@@ -45,13 +45,7 @@ func benchPoint(b *testing.B, threads int, renamed, noCache bool) {
 	tbl := e.createPeople(b, "bench", "people")
 	tbl = appendPeople(b, tbl, people(10000)...)
 	if renamed {
-		tx := tbl.NewTransaction()
-		if err := tx.UpdateSchema(true, false).RenameColumn([]string{"ssn"}, "tax_id").Commit(); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := tx.Commit(context.Background()); err != nil {
-			b.Fatal(err)
-		}
+		renameColumn(b, tbl, "ssn", "tax_id")
 	}
 	cfg, err := pgxpool.ParseConfig("postgres://admin:" + e.f.Token(b) + "@" + e.f.SQLAddr + "/floe?sslmode=disable&pool_max_conns=64&pool_min_conns=64")
 	if err != nil {

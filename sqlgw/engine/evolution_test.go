@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 )
@@ -16,14 +15,7 @@ func TestRenamedColumn(t *testing.T) {
 	if rows := mustRows(t, c, "SELECT name FROM crm.people WHERE id = $1", int64(2)); fmt.Sprint(rows) != "[[person-2]]" {
 		t.Fatalf("before the rename: %v", rows)
 	}
-	tx := tbl.NewTransaction()
-	if err := tx.UpdateSchema(true, false).RenameColumn([]string{"name"}, "full_name").Commit(); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := tx.Commit(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl = renameColumn(t, tbl, "name", "full_name")
 	more := people(4)[2:]
 	appendPeople(t, tbl, more...)
 	rows := mustRows(t, c, "SELECT id, full_name FROM crm.people ORDER BY id")

@@ -112,6 +112,21 @@ func appendPeople(t testing.TB, tbl *table.Table, rows ...person) *table.Table {
 	return out
 }
 
+// renameColumn renames a top-level column of tbl in one commit and
+// returns the table as committed.
+func renameColumn(t testing.TB, tbl *table.Table, from, to string) *table.Table {
+	t.Helper()
+	tx := tbl.NewTransaction()
+	if err := tx.UpdateSchema(true, false).RenameColumn([]string{from}, to).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := tx.Commit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // people returns n people with ids 1..n in regions eu and us alternately.
 func people(n int) []person {
 	out := make([]person, n)

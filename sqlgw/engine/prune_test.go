@@ -100,14 +100,7 @@ func TestFilePruningEarlierSchema(t *testing.T) {
 	tbl := e.createPeople(t, "crm", "r")
 	tbl = appendPeople(t, tbl, people(3)...)
 	first := tbl.CurrentSnapshot().SnapshotID
-	tx := tbl.NewTransaction()
-	if err := tx.UpdateSchema(true, false).RenameColumn([]string{"name"}, "full_name").Commit(); err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := tx.Commit(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl = renameColumn(t, tbl, "name", "full_name")
 	appendPeople(t, tbl, people(6)[3:]...)
 	c := e.admin(t)
 	for _, tt := range []struct{ sql, want string }{

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -69,13 +68,7 @@ func TestTableCache(t *testing.T) {
 			misses(2, 2)
 
 			// A rename changes the rows' column names without a new snapshot.
-			tx := tbl.NewTransaction()
-			if err := tx.UpdateSchema(true, false).RenameColumn([]string{"ssn"}, "tax_id").Commit(); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tx.Commit(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			renameColumn(t, tbl, "ssn", "tax_id")
 			check("SELECT tax_id FROM crm.kept WHERE id = 11", "[[ssn-011]]")
 			misses(3, 1)
 			if _, err := queryRows(t, c, "SELECT ssn FROM crm.kept"); err == nil {
