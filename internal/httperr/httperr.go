@@ -101,20 +101,6 @@ func JSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
-// maxRequestIDBytes bounds the X-Request-Id a client may choose.
-const maxRequestIDBytes = 128
-
-// requestID keeps the client's X-Request-Id (up to maxRequestIDBytes) or
-// makes one with make, and echoes it.
-func requestID(w http.ResponseWriter, r *http.Request, make func() string) string {
-	rid := r.Header.Get("X-Request-Id")
-	if rid == "" || len(rid) > maxRequestIDBytes {
-		rid = make()
-	}
-	w.Header().Set("X-Request-Id", rid)
-	return rid
-}
-
 // Bearer returns the token of an "Authorization: Bearer <token>" header.
 func Bearer(r *http.Request) (string, bool) {
 	a := r.Header.Get("Authorization")

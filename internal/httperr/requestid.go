@@ -43,5 +43,13 @@ func (ids *RequestIDs) Next() string {
 // at most 128 bytes, else a new one from Next. It echoes the id in w's
 // X-Request-Id header.
 func (ids *RequestIDs) Of(w http.ResponseWriter, r *http.Request) string {
-	return requestID(w, r, ids.Next)
+	rid := r.Header.Get("X-Request-Id")
+	if rid == "" || len(rid) > maxRequestIDBytes {
+		rid = ids.Next()
+	}
+	w.Header().Set("X-Request-Id", rid)
+	return rid
 }
+
+// maxRequestIDBytes bounds the X-Request-Id a client may choose.
+const maxRequestIDBytes = 128
