@@ -753,18 +753,10 @@ func (st *dmlStmt) rewrite(ctx context.Context, pl *dmlPlan, text string, target
 
 func (st *dmlStmt) rewriteTree(ctx context.Context, pl *dmlPlan, text string, targetAt int) (node, error) {
 	ss := st.ss
-	stmts, err := ss.serialize(ctx, text)
+	stmt, err := ss.parseOne(ctx, text)
 	if err != nil {
-		var pe *parseError
-		if errors.As(err, &pe) {
-			return nil, classifyRefused(text, pe)
-		}
 		return nil, err
 	}
-	if len(stmts) != 1 {
-		return nil, syntaxError("send one statement at a time")
-	}
-	stmt := stmts[0]
 	a, err := analyze(stmt)
 	if err != nil {
 		return nil, err

@@ -354,8 +354,9 @@ func (e *Engine) Prepare(ctx context.Context, s *pgwire.Session, sql string, par
 	return st, nil
 }
 
-// prepareSelect checks and plans a query.
-func (ss *session) prepareSelect(ctx context.Context, sql string, paramOIDs []uint32) (*selectStmt, error) {
+// parseOne parses a client's SQL text, which must hold one statement; a
+// parse error of something the endpoint refuses says so.
+func (ss *session) parseOne(ctx context.Context, sql string) (node, error) {
 	stmts, err := ss.serialize(ctx, sql)
 	if err != nil {
 		var pe *parseError
@@ -365,9 +366,18 @@ func (ss *session) prepareSelect(ctx context.Context, sql string, paramOIDs []ui
 		return nil, err
 	}
 	if len(stmts) != 1 {
-		return nil, &pgwire.Error{Code: pgwire.CodeSyntaxError, Message: "send one statement at a time"}
+		return nil, syntaxError("send one statement at a time")
 	}
-	raw, err := json.Marshal(stmts[0])
+	return stmts[0], nil
+}
+
+// prepareSelect checks and plans a query.
+func (ss *session) prepareSelect(ctx context.Context, sql string, paramOIDs []uint32) (*selectStmt, error) {
+	stmt, err := ss.parseOne(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(stmt)
 	if err != nil {
 		return nil, err
 	}
