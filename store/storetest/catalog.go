@@ -229,10 +229,10 @@ func testDropNamespace(t *testing.T, e *env) {
 		}
 	}
 	// After the entities go, their namespaces can be dropped.
-	_, err := e.s.DeleteEntity(e.ctx, wh, ident("tbl", "t"), catalog.KindTable)
+	_, err := e.s.DeleteEntity(e.ctx, wh, ident("tbl", "t"), catalog.KindTable, nil)
 	must(t, err)
 	must(t, e.s.DropNamespace(e.ctx, wh, ns("t")))
-	_, err = e.s.DeleteEntity(e.ctx, wh, ident("vw", "v"), catalog.KindView)
+	_, err = e.s.DeleteEntity(e.ctx, wh, ident("vw", "v"), catalog.KindView, nil)
 	must(t, err)
 	must(t, e.s.DropNamespace(e.ctx, wh, ns("v")))
 	// A dropped namespace can be created again, empty.
@@ -701,28 +701,28 @@ func testSwapConcurrentCreate(t *testing.T, e *env) {
 func testReplaceEntity(t *testing.T, e *env) {
 	e.setup(t, "db")
 	id := ident("t", "db")
-	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("t", "nope"), catalog.KindTable, "x", ""),
+	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("t", "nope"), catalog.KindTable, "x", "", catalog.Claimant{}),
 		floe.NotFound, "namespace", "Namespace does not exist: nope")
-	must(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindTable, "m1", ""))
+	must(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindTable, "m1", "", catalog.Claimant{}))
 	if got := e.pointer(t, id); got != "m1" {
 		t.Errorf("created pointer %q", got)
 	}
 	e.clock.Advance(time.Second)
-	must(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindTable, "m2", ""))
+	must(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindTable, "m2", "", catalog.Claimant{}))
 	ent, err := e.s.Entity(e.ctx, wh, id)
 	must(t, err)
 	if ent.MetadataLocation != "m2" || ent.Kind != catalog.KindTable || !ent.UpdatedAt.Equal(e.clock.Now().Truncate(time.Microsecond)) {
 		t.Errorf("replaced entity = %+v", ent)
 	}
 	e.create(t, ident("v", "db"), catalog.KindView, "v1")
-	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("v", "db"), catalog.KindTable, "m3", ""),
+	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("v", "db"), catalog.KindTable, "m3", "", catalog.Claimant{}),
 		floe.AlreadyExists, "view", "View already exists: db.v")
-	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindView, "m3", ""),
+	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindView, "m3", "", catalog.Claimant{}),
 		floe.AlreadyExists, "table", "Table already exists: db.t")
 	if got := e.pointer(t, ident("v", "db")); got != "v1" {
 		t.Errorf("view pointer %q", got)
 	}
-	must(t, e.s.ReplaceEntity(e.ctx, wh, ident("v", "db"), catalog.KindView, "v2", ""))
+	must(t, e.s.ReplaceEntity(e.ctx, wh, ident("v", "db"), catalog.KindView, "v2", "", catalog.Claimant{}))
 	if got := e.pointer(t, ident("v", "db")); got != "v2" {
 		t.Errorf("view pointer %q after replace", got)
 	}
@@ -731,12 +731,12 @@ func testReplaceEntity(t *testing.T, e *env) {
 func testDeleteEntity(t *testing.T, e *env) {
 	e.setup(t, "db")
 	tbl, vw := ident("t", "db"), ident("v", "db")
-	_, err := e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindTable)
+	_, err := e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindTable, nil)
 	wantErr(t, err, floe.NotFound, "table", "Table does not exist: db.t")
 	if !errors.Is(err, catalog.ErrNoSuchTable) {
 		t.Errorf("errors.Is(%v, ErrNoSuchTable) = false", err)
 	}
-	_, err = e.s.DeleteEntity(e.ctx, wh, vw, catalog.KindView)
+	_, err = e.s.DeleteEntity(e.ctx, wh, vw, catalog.KindView, nil)
 	wantErr(t, err, floe.NotFound, "view", "View does not exist: db.v")
 	if !errors.Is(err, catalog.ErrNoSuchView) {
 		t.Errorf("errors.Is(%v, ErrNoSuchView) = false", err)
@@ -745,12 +745,12 @@ func testDeleteEntity(t *testing.T, e *env) {
 	e.create(t, tbl, catalog.KindTable, "t1")
 	e.create(t, vw, catalog.KindView, "v1")
 	// The wrong kind deletes nothing.
-	_, err = e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindView)
+	_, err = e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindView, nil)
 	wantErr(t, err, floe.NotFound, "view", "View does not exist: db.t")
-	_, err = e.s.DeleteEntity(e.ctx, wh, vw, catalog.KindTable)
+	_, err = e.s.DeleteEntity(e.ctx, wh, vw, catalog.KindTable, nil)
 	wantErr(t, err, floe.NotFound, "table", "Table does not exist: db.v")
 
-	ent, err := e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindTable)
+	ent, err := e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindTable, nil)
 	must(t, err)
 	want := catalog.Entity{Warehouse: wh, Ident: tbl, Kind: catalog.KindTable, MetadataLocation: "t1", UpdatedAt: created.Truncate(time.Microsecond)}
 	if !entityEqual(ent, want) {
@@ -759,12 +759,12 @@ func testDeleteEntity(t *testing.T, e *env) {
 	if got := e.pointer(t, tbl); got != "" {
 		t.Errorf("table still points at %q", got)
 	}
-	ent, err = e.s.DeleteEntity(e.ctx, wh, vw, catalog.KindView)
+	ent, err = e.s.DeleteEntity(e.ctx, wh, vw, catalog.KindView, nil)
 	must(t, err)
 	if ent.MetadataLocation != "v1" || ent.Kind != catalog.KindView {
 		t.Errorf("deleted view %+v", ent)
 	}
-	_, err = e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindTable)
+	_, err = e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindTable, nil)
 	wantErr(t, err, floe.NotFound, "table", "Table does not exist: db.t")
 	// The name is free again, for either kind.
 	e.create(t, tbl, catalog.KindView, "v9")
@@ -864,7 +864,7 @@ func testTableLocations(t *testing.T, e *env) {
 			err := claim(id, "", fmt.Sprint("m-", i), tt.loc)
 			if tt.ok {
 				must(t, err)
-				must(t, errOnly(e.s.DeleteEntity(e.ctx, wh, id, catalog.KindTable)))
+				must(t, errOnly(e.s.DeleteEntity(e.ctx, wh, id, catalog.KindTable, nil)))
 				return
 			}
 			wantErr(t, err, floe.Invalid, "location", "")
@@ -877,7 +877,7 @@ func testTableLocations(t *testing.T, e *env) {
 		})
 	}
 	// Registering over a location is refused too (ReplaceEntity).
-	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("r", "b"), catalog.KindTable, "m9", "s3://floe/a/t/metadata"), floe.Invalid, "location", "")
+	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("r", "b"), catalog.KindTable, "m9", "s3://floe/a/t/metadata", catalog.Claimant{}), floe.Invalid, "location", "")
 	// A commit that keeps its location does not claim; moving into another table's location is refused.
 	must(t, e.s.SwapPointers(e.ctx, []catalog.Swap{{Warehouse: wh, Ident: ident("t", "a"), Kind: catalog.KindTable, Old: "m1", New: "m2", Location: "s3://floe/a/t"}}))
 	must(t, claim(ident("u", "b"), "", "u1", "s3://floe/b/u"))
