@@ -890,3 +890,77 @@ func testTableLocations(t *testing.T, e *env) {
 }
 
 func errOnly(_ any, err error) error { return err }
+
+// testTombstones: a drop that keeps a tombstone keeps its location claimed
+// (at, inside and above) against everyone but its owner and
+// administrators, whose claim consumes it; it can be listed and released.
+func testTombstones(t *testing.T, e *env) {
+	e.setup(t, "a", "b")
+	claim := func(id catalog.Ident, loc string, by catalog.Claimant) error {
+		return e.s.SwapPointers(e.ctx, []catalog.Swap{{Warehouse: wh, Ident: id, Kind: catalog.KindTable, New: "m-" + id.Name,
+			Location: loc, ClaimLocation: true, Claimant: by}})
+	}
+	alice, bob, admin := catalog.Claimant{Principal: "p-alice"}, catalog.Claimant{Principal: "p-bob"}, catalog.Claimant{Admin: true}
+	must(t, claim(ident("t", "a"), "s3://floe/a/t", alice))
+	// The location defaults to the stored one.
+	must(t, errOnly(e.s.DeleteEntity(e.ctx, wh, ident("t", "a"), catalog.KindTable, &catalog.Tombstone{Owner: "p-alice"})))
+	tombs, err := e.s.Tombstones(e.ctx, wh, "", 0)
+	must(t, err)
+	if len(tombs) != 1 || tombs[0].Location != "s3://floe/a/t" || tombs[0].Owner != "p-alice" || tombs[0].Ident.String() != "a.t" ||
+		!tombs[0].DroppedAt.Equal(e.clock.Now().Truncate(time.Microsecond)) {
+		t.Fatalf("tombstones = %+v", tombs)
+	}
+	for _, loc := range []string{"s3://floe/a/t", "s3://floe/a/t/x", "s3://floe/a"} {
+		wantErr(t, claim(ident("x", "b"), loc, bob), floe.Forbidden, "location", "")
+		wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("x", "b"), catalog.KindTable, "m", loc, bob), floe.Forbidden, "location", "")
+		if over, err := e.s.TombstonesOver(e.ctx, wh, loc); err != nil || len(over) != 1 {
+			t.Errorf("TombstonesOver(%s) = %+v, %v", loc, over, err)
+		}
+	}
+	must(t, claim(ident("sib", "b"), "s3://floe/a/t2", bob)) // a sibling sharing a prefix is free
+	if over, err := e.s.TombstonesOver(e.ctx, wh, "s3://floe/a/t2"); err != nil || len(over) != 0 {
+		t.Errorf("TombstonesOver(sibling) = %+v, %v", over, err)
+	}
+	// A refused claim in a multi-swap leaves nothing behind.
+	err = e.s.SwapPointers(e.ctx, []catalog.Swap{
+		{Warehouse: wh, Ident: ident("ok", "b"), Kind: catalog.KindTable, New: "m", Location: "s3://floe/b/ok", ClaimLocation: true, Claimant: bob},
+		{Warehouse: wh, Ident: ident("no", "b"), Kind: catalog.KindTable, New: "m", Location: "s3://floe/a/t", ClaimLocation: true, Claimant: bob}})
+	wantErr(t, err, floe.Forbidden, "location", "")
+	if e.pointer(t, ident("ok", "b")) != "" {
+		t.Error("a swap of a refused batch was applied")
+	}
+	// The owner's claim consumes it.
+	must(t, claim(ident("t", "a"), "s3://floe/a/t/inner", alice))
+	if tombs, _ := e.s.Tombstones(e.ctx, wh, "", 0); len(tombs) != 0 {
+		t.Fatalf("tombstones after the owner's claim: %+v", tombs)
+	}
+	// An ownerless tombstone yields only to an administrator.
+	must(t, errOnly(e.s.DeleteEntity(e.ctx, wh, ident("t", "a"), catalog.KindTable, &catalog.Tombstone{Location: "s3://floe/a/t/inner"})))
+	wantErr(t, claim(ident("y", "b"), "s3://floe/a/t/inner", catalog.Claimant{}), floe.Forbidden, "location", "")
+	must(t, claim(ident("y", "b"), "s3://floe/a/t/inner/y", admin))
+	// Listing pages, and release.
+	for i, loc := range []string{"s3://floe/c/1", "s3://floe/c/2", "s3://floe/c/3"} {
+		id := ident(fmt.Sprint("c", i), "b")
+		must(t, claim(id, loc, bob))
+		must(t, errOnly(e.s.DeleteEntity(e.ctx, wh, id, catalog.KindTable, &catalog.Tombstone{Location: loc})))
+	}
+	page, err := e.s.Tombstones(e.ctx, wh, "s3://floe/c/1", 1)
+	must(t, err)
+	if len(page) != 1 || page[0].Location != "s3://floe/c/2" {
+		t.Errorf("page after c/1 = %+v", page)
+	}
+	got, err := e.s.DeleteTombstone(e.ctx, wh, "s3://floe/c/2/")
+	must(t, err)
+	if got.Ident.String() != "b.c1" {
+		t.Errorf("released %+v", got)
+	}
+	_, err = e.s.DeleteTombstone(e.ctx, wh, "s3://floe/c/2")
+	wantErr(t, err, floe.NotFound, "tombstone", "")
+	must(t, claim(ident("z", "b"), "s3://floe/c/2", bob))
+	// A view's drop keeps nothing.
+	e.create(t, ident("v", "b"), catalog.KindView, "v1")
+	must(t, errOnly(e.s.DeleteEntity(e.ctx, wh, ident("v", "b"), catalog.KindView, &catalog.Tombstone{})))
+	if tombs, _ := e.s.Tombstones(e.ctx, wh, "", 0); len(tombs) != 2 {
+		t.Errorf("tombstones = %+v, want c/1 and c/3", tombs)
+	}
+}
