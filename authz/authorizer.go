@@ -47,6 +47,11 @@ type Store interface {
 	// the tags on s and its columns, and returns how many grants it removed.
 	// It does not touch securables inside s.
 	DeleteGrantsOn(ctx context.Context, s Securable) (int, error)
+	// MoveGrantsOn re-points, in one transaction, the grants naming from
+	// (not tag-based grants) and the tags on from and its columns to to,
+	// and returns how many grants it moved. A moved grant equal to one on
+	// to already is merged with it.
+	MoveGrantsOn(ctx context.Context, from, to Securable) (int, error)
 	// SetTags sets (adds or replaces) the given keys of t's own tags.
 	SetTags(ctx context.Context, t TagTarget, tags map[string]string) error
 	// DeleteTags removes the given keys of t's own tags and returns how many
@@ -207,6 +212,25 @@ func (a *Authorizer) DeleteGrantsOn(ctx context.Context, s Securable) (int, erro
 		return 0, err
 	}
 	return a.store.DeleteGrantsOn(ctx, s)
+}
+
+// MoveGrantsOn moves the grants naming from and the tags on from (and its
+// columns) to to; the catalog calls it when a table or view is renamed, so
+// that the object keeps who may use it and how it is classified, and no
+// principal gains access through the move (a tag-based grant matches the
+// moved object as before, unless its inherited tags change with a new
+// namespace). Both must be tables or both views.
+func (a *Authorizer) MoveGrantsOn(ctx context.Context, from, to Securable) (int, error) {
+	if err := from.Validate(); err != nil {
+		return 0, err
+	}
+	if err := to.Validate(); err != nil {
+		return 0, err
+	}
+	if from.Kind != to.Kind || !from.IsData() {
+		return 0, floe.E(floe.Invalid, "grant", "grants move between two tables or two views, not from %s to %s", from, to)
+	}
+	return a.store.MoveGrantsOn(ctx, from, to)
 }
 
 // ListGrants returns the current grants for which keep returns true (all when

@@ -85,11 +85,6 @@ func (c *Catalog) commit(ctx context.Context, wh string, commits []TableCommit) 
 			if s.next == nil {
 				continue
 			}
-			if err := c.io.WriteFile(ctx, s.next.Location, s.next.JSON); err != nil {
-				cleanup()
-				return nil, err
-			}
-			written = append(written, s.next.Location)
 			old, oldLoc := "", ""
 			if s.base != nil {
 				old, oldLoc = s.base.Location, s.base.Metadata.Location()
@@ -99,8 +94,23 @@ func (c *Catalog) commit(ctx context.Context, wh string, commits []TableCommit) 
 				cleanup()
 				return nil, err
 			}
+			claim := s.base == nil || oldLoc != s.next.Metadata.Location()
+			if claim {
+				// Before the metadata file is written there: a new or moved
+				// table must not be laid over files (see checkFreshLocation).
+				assigned, _ := normalizeLocation(defaultTableLocation(w, tc.Ident, s.next.Metadata.TableUUID()))
+				if err := c.checkFreshLocation(ctx, w, tc.Ident, newLoc, assigned); err != nil {
+					cleanup()
+					return nil, err
+				}
+			}
+			if err := c.io.WriteFile(ctx, s.next.Location, s.next.JSON); err != nil {
+				cleanup()
+				return nil, err
+			}
+			written = append(written, s.next.Location)
 			swaps = append(swaps, Swap{Warehouse: wh, Ident: tc.Ident, Kind: KindTable, Old: old, New: s.next.Location,
-				Location: newLoc, ClaimLocation: s.base == nil || oldLoc != s.next.Metadata.Location()})
+				Location: newLoc, ClaimLocation: claim, Claimant: ClaimantOf(ctx)})
 		}
 		if len(swaps) > 0 {
 			err = c.store.SwapPointers(ctx, swaps)

@@ -62,7 +62,8 @@ func (c *Catalog) CreateTable(ctx context.Context, wh string, ns Namespace, req 
 	if err := c.io.WriteFile(ctx, st.Location, raw); err != nil {
 		return nil, err
 	}
-	if err := c.store.SwapPointers(ctx, []Swap{{Warehouse: wh, Ident: id, Kind: KindTable, New: st.Location, Location: loc, ClaimLocation: true}}); err != nil {
+	if err := c.store.SwapPointers(ctx, []Swap{{Warehouse: wh, Ident: id, Kind: KindTable, New: st.Location, Location: loc,
+		ClaimLocation: true, Claimant: ClaimantOf(ctx)}}); err != nil {
 		c.discard(ctx, st.Location)
 		if k := floe.KindOf(err); k == floe.AlreadyExists || k == floe.Conflict {
 			have := KindTable
@@ -78,7 +79,9 @@ func (c *Catalog) CreateTable(ctx context.Context, wh string, ns Namespace, req 
 }
 
 // placeNew checks that a new table or view may be created as id and returns
-// its UUID and normalized location (loc, or a fresh one inside the warehouse).
+// its UUID and normalized location (loc, or a fresh one inside the
+// warehouse). A table location the client chose must be empty unless the
+// claimant may lay a table over files (checkFreshLocation).
 func (c *Catalog) placeNew(ctx context.Context, wh string, id Ident, kind Kind, loc string) (uuid.UUID, string, error) {
 	if err := id.Validate(); err != nil {
 		return uuid.Nil, "", err
@@ -94,15 +97,23 @@ func (c *Catalog) placeNew(ctx context.Context, wh string, id Ident, kind Kind, 
 		return uuid.Nil, "", alreadyExists(kind, ent.Kind, id)
 	}
 	u := uuid.New()
-	if loc == "" {
+	chosen := loc != ""
+	if !chosen {
 		loc = defaultTableLocation(w, id, u)
 	}
-	if kind == KindTable {
-		loc, err = checkTableLocation(w, loc)
-	} else {
+	if kind != KindTable {
 		loc, err = checkLocation(w, loc)
+		return u, loc, err
 	}
-	return u, loc, err
+	if loc, err = checkTableLocation(w, loc); err != nil {
+		return uuid.Nil, "", err
+	}
+	if chosen {
+		if err := c.checkFreshLocation(ctx, w, id, loc, ""); err != nil {
+			return uuid.Nil, "", err
+		}
+	}
+	return u, loc, nil
 }
 
 // newMetadata wraps table.NewMetadataWithUUID, mapping its validation errors to Invalid.
@@ -138,49 +149,73 @@ func (c *Catalog) LoadTableAt(ctx context.Context, loc string) (*TableState, err
 	return c.loadTableState(ctx, loc)
 }
 
-// DropTable removes a table; with purge its files are deleted too.
+// DropTable removes a table; with purge its files are deleted too. The
+// table's location stays claimed by a tombstone (see Tombstone) unless the
+// purge deleted all of it; the tombstone's owner is the claimant
+// (ClaimantOf) when it could read the table or is an administrator.
 func (c *Catalog) DropTable(ctx context.Context, wh string, id Ident, purge bool) error {
-	if _, err := c.entity(ctx, wh, id, KindTable); err != nil {
+	ent, err := c.entity(ctx, wh, id, KindTable)
+	if err != nil {
 		return err
 	}
-	ent, err := c.store.DeleteEntity(ctx, wh, id, KindTable)
-	if err != nil {
+	keep := c.tombstoneFor(ctx, ent)
+	if ent, err = c.store.DeleteEntity(ctx, wh, id, KindTable, keep); err != nil {
 		if floe.KindOf(err) == floe.NotFound {
 			return notExist(KindTable, id)
 		}
 		return err
 	}
-	if purge {
-		c.purge(ctx, wh, ent)
+	if purge && c.purge(ctx, wh, ent) && keep.Location != "" {
+		if _, err := c.store.DeleteTombstone(context.WithoutCancel(ctx), wh, keep.Location); err != nil && floe.KindOf(err) != floe.NotFound {
+			c.log.WarnContext(ctx, "purge: cannot release the purged location", "location", keep.Location, "err", err)
+		}
 	}
 	return nil
 }
 
+// tombstoneFor returns the tombstone a drop of ent leaves: its location
+// (from its metadata; "" lets the store use the one it has) and owner.
+func (c *Catalog) tombstoneFor(ctx context.Context, ent Entity) *Tombstone {
+	t := &Tombstone{Warehouse: ent.Warehouse, Ident: ent.Ident}
+	if st, err := c.loadTableState(ctx, ent.MetadataLocation); err == nil {
+		if loc, err := normalizeLocation(st.Metadata.Location()); err == nil {
+			t.Location = loc
+		}
+	}
+	if by := ClaimantOf(ctx); by.Admin || by.CanRead {
+		t.Owner = by.Principal
+	}
+	return t
+}
+
 // purge deletes a dropped table's files: everything its metadata references,
-// and its whole location when that location is one Floe assigned to it.
-func (c *Catalog) purge(ctx context.Context, wh string, ent Entity) {
+// and its whole location when that location is one Floe assigned to it. It
+// reports whether it deleted the whole location.
+func (c *Catalog) purge(ctx context.Context, wh string, ent Entity) bool {
 	st, err := c.loadTableState(ctx, ent.MetadataLocation)
 	if err != nil {
 		c.log.WarnContext(ctx, "purge: cannot read metadata", "table", ent.Ident.String(), "err", err)
-		return
+		return false
 	}
 	w, err := c.store.Warehouse(ctx, wh)
 	if err != nil {
-		return
+		return false
 	}
 	loc, err := checkLocation(w, st.Metadata.Location())
 	suffix := "-" + strings.ReplaceAll(st.Metadata.TableUUID().String(), "-", "")
 	if err == nil && strings.HasSuffix(loc, suffix) {
 		if err := c.io.DeletePrefix(ctx, loc); err != nil {
 			c.log.WarnContext(ctx, "purge: delete failed", "location", loc, "err", err)
+			return false
 		}
-		return
+		return true
 	}
 	// A registered table at a foreign location: delete only its metadata files.
 	for e := range st.Metadata.PreviousFiles() {
 		c.discard(ctx, e.MetadataFile)
 	}
 	c.discard(ctx, ent.MetadataLocation)
+	return false
 }
 
 func (c *Catalog) discard(ctx context.Context, loc string) {
@@ -230,9 +265,10 @@ func (c *Catalog) RegisterTable(ctx context.Context, wh string, id Ident, metada
 		return nil, err
 	}
 	if overwrite {
-		err = c.store.ReplaceEntity(ctx, wh, id, KindTable, loc, tableLoc)
+		err = c.store.ReplaceEntity(ctx, wh, id, KindTable, loc, tableLoc, ClaimantOf(ctx))
 	} else {
-		err = c.store.SwapPointers(ctx, []Swap{{Warehouse: wh, Ident: id, Kind: KindTable, New: loc, Location: tableLoc, ClaimLocation: true}})
+		err = c.store.SwapPointers(ctx, []Swap{{Warehouse: wh, Ident: id, Kind: KindTable, New: loc, Location: tableLoc,
+			ClaimLocation: true, Claimant: ClaimantOf(ctx)}})
 		if floe.KindOf(err) == floe.AlreadyExists || floe.KindOf(err) == floe.Conflict {
 			err = alreadyExists(KindTable, KindTable, id)
 		}
@@ -243,7 +279,8 @@ func (c *Catalog) RegisterTable(ctx context.Context, wh string, id Ident, metada
 	return st, nil
 }
 
-// UnregisterTable removes a table from the catalog and keeps its files.
+// UnregisterTable removes a table from the catalog and keeps its files,
+// and its location claimed by a tombstone as DropTable does.
 func (c *Catalog) UnregisterTable(ctx context.Context, wh string, id Ident) (*TableState, error) {
 	ent, err := c.entity(ctx, wh, id, KindTable)
 	if err != nil {
@@ -253,7 +290,7 @@ func (c *Catalog) UnregisterTable(ctx context.Context, wh string, id Ident) (*Ta
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.store.DeleteEntity(ctx, wh, id, KindTable); err != nil {
+	if _, err := c.store.DeleteEntity(ctx, wh, id, KindTable, c.tombstoneFor(ctx, ent)); err != nil {
 		if floe.KindOf(err) == floe.NotFound {
 			return nil, notExist(KindTable, id)
 		}

@@ -171,7 +171,7 @@ func (c *Catalog) DropView(ctx context.Context, wh string, id Ident) error {
 	if _, err := c.entity(ctx, wh, id, KindView); err != nil {
 		return err
 	}
-	if _, err := c.store.DeleteEntity(ctx, wh, id, KindView); err != nil {
+	if _, err := c.store.DeleteEntity(ctx, wh, id, KindView, nil); err != nil {
 		if floe.KindOf(err) == floe.NotFound {
 			return notExist(KindView, id)
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/authz"
+	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/httperr"
 )
 
@@ -262,6 +263,9 @@ func (h *Handler) wrap(rt route) http.Handler {
 			c.sub = authz.Subject{Principal: "anonymous", Admin: true}
 			audited = true
 		}
+		// Location claims (creates, Delta registration) and drops act for the caller.
+		c.ctx = catalog.WithClaimant(c.ctx, catalog.Claimant{Principal: c.sub.PrincipalID, Admin: c.sub.Admin})
+		c.r = c.r.WithContext(c.ctx)
 		c.body = c.r.Body
 		c.r.Body = http.MaxBytesReader(w, c.r.Body, MaxBodyBytes)
 		err := rt.fn(c)

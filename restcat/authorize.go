@@ -20,6 +20,7 @@ type Authorizer interface {
 	PolicyAt(ctx context.Context, v int64) (*authz.Policy, error)
 	GrantOwner(ctx context.Context, sub authz.Subject, s authz.Securable) error
 	DeleteGrantsOn(ctx context.Context, s authz.Securable) (int, error)
+	MoveGrantsOn(ctx context.Context, from, to authz.Securable) (int, error)
 }
 
 // caller is who makes a request and the policy it is judged by, fixed for
@@ -72,7 +73,21 @@ func (h *Handler) withCaller(ctx context.Context, claims auth.Claims, authentica
 		c.unrestricted = h.opts.Authz == nil || claims.Admin
 		c.version, c.hasVersion = claims.PolicyVersion, claims.HasPolicyVersion
 	}
+	ctx = catalog.WithClaimant(ctx, catalog.Claimant{Principal: c.sub.PrincipalID, Admin: c.unrestricted})
 	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// dropper returns r with the claimant of a drop of table id: the caller,
+// owning the tombstone the drop may leave only if it can read the whole
+// table (see catalog.Claimant.CanRead).
+func (h *Handler) dropper(r *http.Request, wh string, id catalog.Ident) (*http.Request, error) {
+	c, err := h.caller(r)
+	if err != nil {
+		return nil, err
+	}
+	cl := catalog.ClaimantOf(r.Context())
+	cl.CanRead = c.unrestricted || c.pol.CheckFileAccess(c.sub, authz.Table(wh, id)) == nil
+	return r.WithContext(catalog.WithClaimant(r.Context(), cl)), nil
 }
 
 // require returns nil if the caller holds priv on s, else the denial.
@@ -123,6 +138,21 @@ func (h *Handler) dropped(r *http.Request, s authz.Securable) {
 	}
 	if _, err := h.opts.Authz.DeleteGrantsOn(r.Context(), s); err != nil {
 		h.log.ErrorContext(r.Context(), "cannot remove the grants of a dropped object", "securable", s.String(), "err", err)
+	}
+}
+
+// moved re-points the grants and tags of a renamed table or view to its
+// new name. A failure is logged: the object has moved, and an
+// administrator can fix the grants.
+func (h *Handler) moved(r *http.Request, from, to authz.Securable) {
+	if h.opts.Authz == nil {
+		return
+	}
+	if _, err := h.opts.Authz.MoveGrantsOn(r.Context(), from, to); err != nil {
+		h.log.ErrorContext(r.Context(), "cannot move the grants of a renamed object", "from", from.String(), "to", to.String(), "err", err)
+	}
+	if c, err := h.caller(r); err == nil {
+		c.pol, c.hasVersion = nil, false
 	}
 }
 

@@ -123,6 +123,21 @@ func TestAuthorizationMatrix(t *testing.T) {
 	}
 	admin("POST", "/namespaces/crm/tables", createTableBody("reg_src", ""), 200).JSON(t, &reg)
 	admin("POST", "/namespaces/crm/tables/reg_src/unregister", "", 200)
+	// Unregistering keeps the location claimed for its owner (here the
+	// admin); release it so that the grantee may register it.
+	releaseAll := func() {
+		ctx := catalog.WithClaimant(context.Background(), catalog.Claimant{Admin: true})
+		tombs, err := f.App.Catalog().Tombstones(ctx, wh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range tombs {
+			if _, err := f.App.Catalog().ReleaseTombstone(ctx, wh, tb.Location); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	releaseAll()
 	var vreg struct {
 		MetadataLocation string `json:"metadata-location"`
 	}
@@ -158,7 +173,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{name: "registerTable", method: "POST", path: "/namespaces/crm/register",
 			body: func() string { return fmt.Sprintf(`{"name":"reg","metadata-location":%q}`, reg.MetadataLocation) },
 			need: authz.CreateTable, on: nsS, ok: 200,
-			setup: func() { admin("POST", "/namespaces/crm/tables/reg/unregister", "", 200, 404) }},
+			setup: func() { admin("POST", "/namespaces/crm/tables/reg/unregister", "", 200, 404); releaseAll() }},
 		{name: "loadTable", method: "GET", path: "/namespaces/crm/tables/accounts", need: authz.Describe, on: tbl("accounts"), ok: 200},
 		{name: "tableExists", method: "HEAD", path: "/namespaces/crm/tables/accounts", need: authz.Describe, on: tbl("accounts"), ok: 204},
 		{name: "commitTable", method: "POST", path: "/namespaces/crm/tables/accounts",

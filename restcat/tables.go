@@ -318,6 +318,9 @@ func (h *Handler) dropTable(w http.ResponseWriter, r *http.Request) error {
 	if err := h.require(r, authz.Drop, authz.Table(wh, id)); err != nil {
 		return err
 	}
+	if r, err = h.dropper(r, wh, id); err != nil {
+		return err
+	}
 	if err := h.cat.DropTable(r.Context(), wh, id, purge); err != nil {
 		return err
 	}
@@ -361,6 +364,9 @@ func (h *Handler) unregisterTable(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	if err := h.require(r, authz.Drop, authz.Table(wh, id)); err != nil {
+		return err
+	}
+	if r, err = h.dropper(r, wh, id); err != nil {
 		return err
 	}
 	st, err := h.cat.UnregisterTable(r.Context(), wh, id)
@@ -418,18 +424,37 @@ func (h *Handler) rename(w http.ResponseWriter, r *http.Request, kind catalog.Ki
 	if kind == catalog.KindView {
 		create = authz.CreateView
 	}
-	if err := h.require(r, authz.Drop, securable(wh, from, kind)); err != nil {
+	src, dst := securable(wh, from, kind), securable(wh, to, kind)
+	if err := h.require(r, authz.Drop, src); err != nil {
 		return err
 	}
 	if err := h.require(r, create, authz.NamespaceOf(wh, to.Namespace)); err != nil {
 		return err
 	}
+	// A move into another namespace changes what covers the object there
+	// (the target's AllTables grants, its owner's MANAGE_GRANTS, inherited
+	// tags): only a principal that could already read and share the
+	// object may make it.
+	across := from.Namespace.Key() != to.Namespace.Key()
+	if across {
+		if err := h.require(r, authz.Select, src); err != nil {
+			return err
+		}
+		if err := h.require(r, authz.ManageGrants, src); err != nil {
+			return err
+		}
+	}
 	if err := h.cat.Rename(r.Context(), wh, from, to, kind); err != nil {
 		return err
 	}
-	// For authorization a rename is a drop and a create (see package authz).
-	h.dropped(r, securable(wh, from, kind))
-	h.owned(r, securable(wh, to, kind))
+	// The object keeps its grants and tags under its new name (see
+	// docs/authorization.md, "Renames"); the renamer gains nothing, except
+	// the owner's privileges after a move across namespaces, which it
+	// could already grant itself.
+	h.moved(r, src, dst)
+	if across {
+		h.owned(r, dst)
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

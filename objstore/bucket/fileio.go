@@ -27,6 +27,7 @@ type FileIO struct{ s *Store }
 var (
 	_ catalog.FileIO = (*FileIO)(nil)
 	_ catalog.Stater = (*FileIO)(nil)
+	_ catalog.Lister = (*FileIO)(nil)
 )
 
 // FileIO returns the catalog adapter of s.
@@ -119,4 +120,26 @@ func (f *FileIO) Exists(ctx context.Context, location string) (bool, error) {
 		return false, nil
 	}
 	return err == nil, toFloe(err)
+}
+
+// HasObjects reports whether any object lies under prefix taken as a
+// "directory" ("s3://b/t" covers "t/…" but not "t2"), listing at most one
+// key. The bucket root is never empty for this purpose.
+func (f *FileIO) HasObjects(ctx context.Context, prefix string) (bool, error) {
+	bucket, key, err := objstore.ParseLocation(prefix)
+	if err != nil {
+		return false, err
+	}
+	key = strings.TrimRight(key, "/")
+	if key == "" {
+		return true, nil
+	}
+	res, err := f.s.List(ctx, bucket, ListOptions{Prefix: key + "/", MaxKeys: 1})
+	if errors.Is(err, ErrNoSuchBucket) {
+		return false, nil
+	}
+	if err != nil {
+		return false, toFloe(err)
+	}
+	return len(res.Objects) > 0, nil
 }

@@ -138,3 +138,22 @@ func (f *FS) Exists(ctx context.Context, location string) (bool, error) {
 	}
 	return true, nil
 }
+
+// HasObjects reports whether any object lies under prefix taken as a
+// "directory" ("s3://b/t" covers "t/…" but not "t2"), listing at most one
+// key. The bucket root is never empty for this purpose.
+func (f *FS) HasObjects(ctx context.Context, prefix string) (bool, error) {
+	b, k, err := objstore.ParseLocation(prefix)
+	if err != nil {
+		return false, err
+	}
+	k = strings.TrimRight(k, "/")
+	if k == "" {
+		return true, nil
+	}
+	out, err := f.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(b), Prefix: aws.String(k + "/"), MaxKeys: aws.Int32(1)})
+	if err != nil {
+		return false, fmt.Errorf("s3 list %s: %w", prefix, err)
+	}
+	return len(out.Contents) > 0, nil
+}

@@ -78,8 +78,7 @@ func loadAuthz(ctx context.Context, c conn) (*authz.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = each(ctx, c, `SELECT id, grantee_kind, grantee, privilege, securable_kind, warehouse, namespace, name,
-		tag_expr, all_tables, filter, created_at, created_by FROM authz_grants ORDER BY id`, func(scan func(...any) error) error {
+	err = each(ctx, c, `SELECT `+grantColumns+` FROM authz_grants ORDER BY id`, func(scan func(...any) error) error {
 		g, err := scanGrant(scan)
 		if err != nil {
 			return err
@@ -110,6 +109,10 @@ func loadAuthz(ctx context.Context, c conn) (*authz.Snapshot, error) {
 	}
 	return snap, nil
 }
+
+// grantColumns are the columns scanGrant reads, in its order.
+const grantColumns = `id, grantee_kind, grantee, privilege, securable_kind, warehouse, namespace, name,
+	tag_expr, all_tables, filter, created_at, created_by`
 
 func scanGrant(scan func(...any) error) (authz.Grant, error) {
 	var g authz.Grant
@@ -352,6 +355,53 @@ func (s *Store) DeleteGrantsOn(ctx context.Context, sec authz.Securable) (int, e
 		return err
 	})
 	return int(removed), err
+}
+
+// MoveGrantsOn re-points the grants naming from (not tag-based grants) to
+// to, recomputing their IDs (a grant equal to one on to already is merged
+// with it), and moves the tags on from and its columns to to, replacing
+// tags of to with the same key. It returns how many grants it moved.
+func (s *Store) MoveGrantsOn(ctx context.Context, from, to authz.Securable) (int, error) {
+	var moved int
+	err := s.write(ctx, "move grants on", func(c conn) error {
+		moved = 0
+		if err := bumpAuthz(ctx, c); err != nil {
+			return err
+		}
+		args := []any{from.Warehouse, from.Kind.String(), from.Namespace.Key(), from.Name}
+		var gs []authz.Grant
+		err := each(ctx, c, `SELECT `+grantColumns+` FROM authz_grants WHERE warehouse = ? AND securable_kind = ?
+			AND namespace = ? AND name = ? AND tag_expr = ''`, func(scan func(...any) error) error {
+			g, err := scanGrant(scan)
+			gs = append(gs, g)
+			return err
+		}, args...)
+		if err != nil {
+			return err
+		}
+		if _, err := c.exec(ctx, `DELETE FROM authz_grants WHERE warehouse = ? AND securable_kind = ? AND namespace = ?
+			AND name = ? AND tag_expr = ''`, args...); err != nil {
+			return err
+		}
+		for _, g := range gs {
+			g.On = to
+			g.ID = g.Key()
+			if _, err := s.insertGrant(ctx, c, g); err != nil {
+				return err
+			}
+			moved++
+		}
+		dst := []any{to.Warehouse, to.Kind.String(), to.Namespace.Key(), to.Name}
+		if _, err := c.exec(ctx, `DELETE FROM authz_tags WHERE warehouse = ? AND securable_kind = ? AND namespace = ? AND name = ?
+			AND (column_name, tag_key) IN (SELECT column_name, tag_key FROM authz_tags
+				WHERE warehouse = ? AND securable_kind = ? AND namespace = ? AND name = ?)`, append(dst, args...)...); err != nil {
+			return err
+		}
+		_, err = c.exec(ctx, `UPDATE authz_tags SET warehouse = ?, securable_kind = ?, namespace = ?, name = ?
+			WHERE warehouse = ? AND securable_kind = ? AND namespace = ? AND name = ?`, append(dst, args...)...)
+		return err
+	})
+	return moved, err
 }
 
 // SetTags sets (adds or replaces) the given keys of t's own tags.

@@ -351,7 +351,7 @@ func (s *Store) SwapPointers(ctx context.Context, swaps []catalog.Swap) error {
 func (s *Store) swap(ctx context.Context, c conn, sw catalog.Swap, now any) error {
 	id := sw.Ident
 	if sw.ClaimLocation && sw.Location != "" {
-		if err := s.claimLocation(ctx, c, sw.Warehouse, id, sw.Location); err != nil {
+		if err := s.claimLocation(ctx, c, sw.Warehouse, id, sw.Location, sw.Claimant); err != nil {
 			return err
 		}
 	}
@@ -397,18 +397,12 @@ func nullable(s string) any {
 	return s
 }
 
-// claimLocation refuses loc when another table of wh lies at, above or
-// below it: vended credentials are scoped to a table's location prefix,
-// so overlapping tables would read each other's files. Claims in one
-// warehouse are serialized (the warehouse row is locked on PostgreSQL;
-// SQLite has one writer).
-func (s *Store) claimLocation(ctx context.Context, c conn, wh string, id catalog.Ident, loc string) error {
-	if _, err := c.exists(ctx, "SELECT 1 FROM warehouses WHERE name = ?"+s.d.forUpdate, wh); err != nil {
-		return err
-	}
+// overlap returns the SQL condition on column col for a location at,
+// below or above loc, and its arguments.
+func overlap(col, loc string) (string, []any) {
 	loc = strings.TrimSuffix(loc, "/")
 	// Below loc: keys in [loc+"/", loc+"0"), '0' being the byte after '/'.
-	args := []any{wh, id.Namespace.Key(), id.Name, loc + "/", loc + "0", loc}
+	args := []any{loc + "/", loc + "0", loc}
 	in := "?"
 	// Ancestors: s3://b/a/c -> s3://b/a, s3://b (the scheme's "//" is not a level).
 	start := strings.Index(loc, "://") + 3
@@ -421,19 +415,125 @@ func (s *Store) claimLocation(ctx context.Context, c conn, wh string, id catalog
 		args = append(args, p)
 		in += ", ?"
 	}
+	return "((" + col + " >= ? AND " + col + " < ?) OR " + col + " IN (" + in + "))", args
+}
+
+// claimLocation refuses loc when another table of wh lies at, above or
+// below it: vended credentials are scoped to a table's location prefix,
+// so overlapping tables would read each other's files. It refuses it too
+// when it overlaps a tombstone that by neither owns nor may override (an
+// administrator), and consumes the tombstones it may. Claims in one
+// warehouse are serialized (the warehouse row is locked on PostgreSQL;
+// SQLite has one writer).
+func (s *Store) claimLocation(ctx context.Context, c conn, wh string, id catalog.Ident, loc string, by catalog.Claimant) error {
+	if _, err := c.exists(ctx, "SELECT 1 FROM warehouses WHERE name = ?"+s.d.forUpdate, wh); err != nil {
+		return err
+	}
+	loc = strings.TrimSuffix(loc, "/")
+	cond, oargs := overlap("location", loc)
+	args := append([]any{wh, id.Namespace.Key(), id.Name}, oargs...)
 	var ns, name, other string
 	err := c.queryRow(ctx, `SELECT namespace, name, location FROM entities
 		WHERE warehouse = ? AND kind = 'table' AND NOT (namespace = ? AND name = ?)
-		AND ((location >= ? AND location < ?) OR location IN (`+in+`)) LIMIT 1`,
-		args...).Scan(&ns, &name, &other)
+		AND `+cond+` LIMIT 1`, args...).Scan(&ns, &name, &other)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return nil
 	case err != nil:
 		return err
+	default:
+		owner := catalog.Ident{Namespace: catalog.ParseNamespaceKey(ns), Name: name}
+		return floe.E(floe.Invalid, "location", "location %s overlaps the files of table %s (%s): a table's location must not contain or lie inside another table's", loc, owner, other)
 	}
-	owner := catalog.Ident{Namespace: catalog.ParseNamespaceKey(ns), Name: name}
-	return floe.E(floe.Invalid, "location", "location %s overlaps the files of table %s (%s): a table's location must not contain or lie inside another table's", loc, owner, other)
+	tombs, err := s.tombstonesOver(ctx, c, wh, loc)
+	if err != nil {
+		return err
+	}
+	for _, t := range tombs {
+		if !t.Permits(by) {
+			return t.Refusal(loc)
+		}
+	}
+	for _, t := range tombs {
+		if _, err := c.exec(ctx, "DELETE FROM tombstones WHERE warehouse = ? AND location = ?", wh, t.Location); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const tombstoneColumns = "warehouse, location, namespace, name, owner, dropped_at"
+
+func scanTombstone(scan func(...any) error) (catalog.Tombstone, error) {
+	var t catalog.Tombstone
+	var ns string
+	var at dbTime
+	if err := scan(&t.Warehouse, &t.Location, &ns, &t.Ident.Name, &t.Owner, &at); err != nil {
+		return t, err
+	}
+	t.Ident.Namespace, t.DroppedAt = catalog.ParseNamespaceKey(ns), at.t
+	return t, nil
+}
+
+func (s *Store) tombstonesOver(ctx context.Context, c conn, wh, loc string) ([]catalog.Tombstone, error) {
+	cond, args := overlap("location", loc)
+	var out []catalog.Tombstone
+	err := each(ctx, c, "SELECT "+tombstoneColumns+" FROM tombstones WHERE warehouse = ? AND "+cond+" ORDER BY location",
+		func(scan func(...any) error) error {
+			t, err := scanTombstone(scan)
+			out = append(out, t)
+			return err
+		}, append([]any{wh}, args...)...)
+	return out, err
+}
+
+// TombstonesOver returns the tombstones of wh at, inside or above loc, in
+// location order.
+func (s *Store) TombstonesOver(ctx context.Context, wh, loc string) ([]catalog.Tombstone, error) {
+	out, err := s.tombstonesOver(ctx, s.read(), wh, loc)
+	if err != nil {
+		return nil, s.fail("tombstones", err)
+	}
+	return out, nil
+}
+
+// Tombstones lists the tombstones of wh in location order after the
+// location `after`, at most limit (<= 0: all).
+func (s *Store) Tombstones(ctx context.Context, wh, after string, limit int) ([]catalog.Tombstone, error) {
+	q := "SELECT " + tombstoneColumns + " FROM tombstones WHERE warehouse = ? AND location > ? ORDER BY location"
+	args := []any{wh, after}
+	if limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, limit)
+	}
+	out := []catalog.Tombstone{}
+	err := each(ctx, s.read(), q, func(scan func(...any) error) error {
+		t, err := scanTombstone(scan)
+		out = append(out, t)
+		return err
+	}, args...)
+	if err != nil {
+		return nil, s.fail("tombstones", err)
+	}
+	return out, nil
+}
+
+// DeleteTombstone removes the tombstone of wh at loc and returns it:
+// NotFound (entity "tombstone") if there is none.
+func (s *Store) DeleteTombstone(ctx context.Context, wh, loc string) (catalog.Tombstone, error) {
+	var t catalog.Tombstone
+	err := s.write(ctx, "delete tombstone", func(c conn) error {
+		var err error
+		t, err = scanTombstone(c.queryRow(ctx, "DELETE FROM tombstones WHERE warehouse = ? AND location = ? RETURNING "+tombstoneColumns,
+			wh, strings.TrimSuffix(loc, "/")).Scan)
+		if errors.Is(err, sql.ErrNoRows) {
+			return floe.E(floe.NotFound, "tombstone", "no dropped table's location %s is kept in warehouse %s", loc, wh)
+		}
+		return err
+	})
+	if err != nil {
+		return catalog.Tombstone{}, err
+	}
+	return t, nil
 }
 
 // upsertEntity inserts an entity with the given ON CONFLICT action; a
@@ -477,13 +577,13 @@ func (s *Store) taken(ctx context.Context, c conn, wh string, id catalog.Ident) 
 // ReplaceEntity points id at loc whatever it pointed at before, creating it
 // if needed: NotFound if the namespace is missing, AlreadyExists if an
 // entity of the other kind holds the name.
-func (s *Store) ReplaceEntity(ctx context.Context, wh string, id catalog.Ident, kind catalog.Kind, loc, tableLoc string) error {
+func (s *Store) ReplaceEntity(ctx context.Context, wh string, id catalog.Ident, kind catalog.Kind, loc, tableLoc string, by catalog.Claimant) error {
 	if err := checkKind(kind); err != nil {
 		return err
 	}
 	return s.write(ctx, "replace entity", func(c conn) error {
 		if tableLoc != "" {
-			if err := s.claimLocation(ctx, c, wh, id, tableLoc); err != nil {
+			if err := s.claimLocation(ctx, c, wh, id, tableLoc, by); err != nil {
 				return err
 			}
 		}
@@ -495,20 +595,40 @@ func (s *Store) ReplaceEntity(ctx context.Context, wh string, id catalog.Ident, 
 
 // DeleteEntity removes the entity of the given kind and returns what it
 // pointed at; NotFound (entity "table" or "view") if there is no entity of
-// that kind named id.
-func (s *Store) DeleteEntity(ctx context.Context, wh string, id catalog.Ident, kind catalog.Kind) (catalog.Entity, error) {
+// that kind named id. A non-nil keep is stored as a tombstone in the same
+// transaction (replacing one at the same location), its Location defaulting
+// to the table's stored location; nothing is kept if both are empty.
+func (s *Store) DeleteEntity(ctx context.Context, wh string, id catalog.Ident, kind catalog.Kind, keep *catalog.Tombstone) (catalog.Entity, error) {
 	if err := checkKind(kind); err != nil {
 		return catalog.Entity{}, err
 	}
 	e := catalog.Entity{Warehouse: wh, Ident: id, Kind: kind}
 	err := s.write(ctx, "delete entity", func(c conn) error {
 		var at dbTime
+		var stored sql.NullString
 		err := c.queryRow(ctx, `DELETE FROM entities WHERE warehouse = ? AND namespace = ? AND name = ? AND kind = ?
-			RETURNING metadata_location, updated_at`, wh, id.Namespace.Key(), id.Name, string(kind)).Scan(&e.MetadataLocation, &at)
+			RETURNING metadata_location, updated_at, location`, wh, id.Namespace.Key(), id.Name, string(kind)).Scan(&e.MetadataLocation, &at, &stored)
 		if errors.Is(err, sql.ErrNoRows) {
 			return noEntity(kind, id)
 		}
+		if err != nil {
+			return err
+		}
 		e.UpdatedAt = at.t
+		if keep == nil {
+			return nil
+		}
+		loc := keep.Location
+		if loc == "" {
+			loc = stored.String
+		}
+		if loc = strings.TrimSuffix(loc, "/"); loc == "" {
+			return nil
+		}
+		_, err = c.exec(ctx, `INSERT INTO tombstones (`+tombstoneColumns+`) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (warehouse, location) DO UPDATE SET namespace = excluded.namespace, name = excluded.name,
+			owner = excluded.owner, dropped_at = excluded.dropped_at`,
+			wh, loc, id.Namespace.Key(), id.Name, keep.Owner, s.d.timeArg(s.now()))
 		return err
 	})
 	if err != nil {

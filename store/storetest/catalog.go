@@ -229,10 +229,10 @@ func testDropNamespace(t *testing.T, e *env) {
 		}
 	}
 	// After the entities go, their namespaces can be dropped.
-	_, err := e.s.DeleteEntity(e.ctx, wh, ident("tbl", "t"), catalog.KindTable)
+	_, err := e.s.DeleteEntity(e.ctx, wh, ident("tbl", "t"), catalog.KindTable, nil)
 	must(t, err)
 	must(t, e.s.DropNamespace(e.ctx, wh, ns("t")))
-	_, err = e.s.DeleteEntity(e.ctx, wh, ident("vw", "v"), catalog.KindView)
+	_, err = e.s.DeleteEntity(e.ctx, wh, ident("vw", "v"), catalog.KindView, nil)
 	must(t, err)
 	must(t, e.s.DropNamespace(e.ctx, wh, ns("v")))
 	// A dropped namespace can be created again, empty.
@@ -701,28 +701,28 @@ func testSwapConcurrentCreate(t *testing.T, e *env) {
 func testReplaceEntity(t *testing.T, e *env) {
 	e.setup(t, "db")
 	id := ident("t", "db")
-	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("t", "nope"), catalog.KindTable, "x", ""),
+	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("t", "nope"), catalog.KindTable, "x", "", catalog.Claimant{}),
 		floe.NotFound, "namespace", "Namespace does not exist: nope")
-	must(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindTable, "m1", ""))
+	must(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindTable, "m1", "", catalog.Claimant{}))
 	if got := e.pointer(t, id); got != "m1" {
 		t.Errorf("created pointer %q", got)
 	}
 	e.clock.Advance(time.Second)
-	must(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindTable, "m2", ""))
+	must(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindTable, "m2", "", catalog.Claimant{}))
 	ent, err := e.s.Entity(e.ctx, wh, id)
 	must(t, err)
 	if ent.MetadataLocation != "m2" || ent.Kind != catalog.KindTable || !ent.UpdatedAt.Equal(e.clock.Now().Truncate(time.Microsecond)) {
 		t.Errorf("replaced entity = %+v", ent)
 	}
 	e.create(t, ident("v", "db"), catalog.KindView, "v1")
-	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("v", "db"), catalog.KindTable, "m3", ""),
+	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("v", "db"), catalog.KindTable, "m3", "", catalog.Claimant{}),
 		floe.AlreadyExists, "view", "View already exists: db.v")
-	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindView, "m3", ""),
+	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, id, catalog.KindView, "m3", "", catalog.Claimant{}),
 		floe.AlreadyExists, "table", "Table already exists: db.t")
 	if got := e.pointer(t, ident("v", "db")); got != "v1" {
 		t.Errorf("view pointer %q", got)
 	}
-	must(t, e.s.ReplaceEntity(e.ctx, wh, ident("v", "db"), catalog.KindView, "v2", ""))
+	must(t, e.s.ReplaceEntity(e.ctx, wh, ident("v", "db"), catalog.KindView, "v2", "", catalog.Claimant{}))
 	if got := e.pointer(t, ident("v", "db")); got != "v2" {
 		t.Errorf("view pointer %q after replace", got)
 	}
@@ -731,12 +731,12 @@ func testReplaceEntity(t *testing.T, e *env) {
 func testDeleteEntity(t *testing.T, e *env) {
 	e.setup(t, "db")
 	tbl, vw := ident("t", "db"), ident("v", "db")
-	_, err := e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindTable)
+	_, err := e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindTable, nil)
 	wantErr(t, err, floe.NotFound, "table", "Table does not exist: db.t")
 	if !errors.Is(err, catalog.ErrNoSuchTable) {
 		t.Errorf("errors.Is(%v, ErrNoSuchTable) = false", err)
 	}
-	_, err = e.s.DeleteEntity(e.ctx, wh, vw, catalog.KindView)
+	_, err = e.s.DeleteEntity(e.ctx, wh, vw, catalog.KindView, nil)
 	wantErr(t, err, floe.NotFound, "view", "View does not exist: db.v")
 	if !errors.Is(err, catalog.ErrNoSuchView) {
 		t.Errorf("errors.Is(%v, ErrNoSuchView) = false", err)
@@ -745,12 +745,12 @@ func testDeleteEntity(t *testing.T, e *env) {
 	e.create(t, tbl, catalog.KindTable, "t1")
 	e.create(t, vw, catalog.KindView, "v1")
 	// The wrong kind deletes nothing.
-	_, err = e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindView)
+	_, err = e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindView, nil)
 	wantErr(t, err, floe.NotFound, "view", "View does not exist: db.t")
-	_, err = e.s.DeleteEntity(e.ctx, wh, vw, catalog.KindTable)
+	_, err = e.s.DeleteEntity(e.ctx, wh, vw, catalog.KindTable, nil)
 	wantErr(t, err, floe.NotFound, "table", "Table does not exist: db.v")
 
-	ent, err := e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindTable)
+	ent, err := e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindTable, nil)
 	must(t, err)
 	want := catalog.Entity{Warehouse: wh, Ident: tbl, Kind: catalog.KindTable, MetadataLocation: "t1", UpdatedAt: created.Truncate(time.Microsecond)}
 	if !entityEqual(ent, want) {
@@ -759,12 +759,12 @@ func testDeleteEntity(t *testing.T, e *env) {
 	if got := e.pointer(t, tbl); got != "" {
 		t.Errorf("table still points at %q", got)
 	}
-	ent, err = e.s.DeleteEntity(e.ctx, wh, vw, catalog.KindView)
+	ent, err = e.s.DeleteEntity(e.ctx, wh, vw, catalog.KindView, nil)
 	must(t, err)
 	if ent.MetadataLocation != "v1" || ent.Kind != catalog.KindView {
 		t.Errorf("deleted view %+v", ent)
 	}
-	_, err = e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindTable)
+	_, err = e.s.DeleteEntity(e.ctx, wh, tbl, catalog.KindTable, nil)
 	wantErr(t, err, floe.NotFound, "table", "Table does not exist: db.t")
 	// The name is free again, for either kind.
 	e.create(t, tbl, catalog.KindView, "v9")
@@ -864,7 +864,7 @@ func testTableLocations(t *testing.T, e *env) {
 			err := claim(id, "", fmt.Sprint("m-", i), tt.loc)
 			if tt.ok {
 				must(t, err)
-				must(t, errOnly(e.s.DeleteEntity(e.ctx, wh, id, catalog.KindTable)))
+				must(t, errOnly(e.s.DeleteEntity(e.ctx, wh, id, catalog.KindTable, nil)))
 				return
 			}
 			wantErr(t, err, floe.Invalid, "location", "")
@@ -877,7 +877,7 @@ func testTableLocations(t *testing.T, e *env) {
 		})
 	}
 	// Registering over a location is refused too (ReplaceEntity).
-	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("r", "b"), catalog.KindTable, "m9", "s3://floe/a/t/metadata"), floe.Invalid, "location", "")
+	wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("r", "b"), catalog.KindTable, "m9", "s3://floe/a/t/metadata", catalog.Claimant{}), floe.Invalid, "location", "")
 	// A commit that keeps its location does not claim; moving into another table's location is refused.
 	must(t, e.s.SwapPointers(e.ctx, []catalog.Swap{{Warehouse: wh, Ident: ident("t", "a"), Kind: catalog.KindTable, Old: "m1", New: "m2", Location: "s3://floe/a/t"}}))
 	must(t, claim(ident("u", "b"), "", "u1", "s3://floe/b/u"))
@@ -890,3 +890,77 @@ func testTableLocations(t *testing.T, e *env) {
 }
 
 func errOnly(_ any, err error) error { return err }
+
+// testTombstones: a drop that keeps a tombstone keeps its location claimed
+// (at, inside and above) against everyone but its owner and
+// administrators, whose claim consumes it; it can be listed and released.
+func testTombstones(t *testing.T, e *env) {
+	e.setup(t, "a", "b")
+	claim := func(id catalog.Ident, loc string, by catalog.Claimant) error {
+		return e.s.SwapPointers(e.ctx, []catalog.Swap{{Warehouse: wh, Ident: id, Kind: catalog.KindTable, New: "m-" + id.Name,
+			Location: loc, ClaimLocation: true, Claimant: by}})
+	}
+	alice, bob, admin := catalog.Claimant{Principal: "p-alice"}, catalog.Claimant{Principal: "p-bob"}, catalog.Claimant{Admin: true}
+	must(t, claim(ident("t", "a"), "s3://floe/a/t", alice))
+	// The location defaults to the stored one.
+	must(t, errOnly(e.s.DeleteEntity(e.ctx, wh, ident("t", "a"), catalog.KindTable, &catalog.Tombstone{Owner: "p-alice"})))
+	tombs, err := e.s.Tombstones(e.ctx, wh, "", 0)
+	must(t, err)
+	if len(tombs) != 1 || tombs[0].Location != "s3://floe/a/t" || tombs[0].Owner != "p-alice" || tombs[0].Ident.String() != "a.t" ||
+		!tombs[0].DroppedAt.Equal(e.clock.Now().Truncate(time.Microsecond)) {
+		t.Fatalf("tombstones = %+v", tombs)
+	}
+	for _, loc := range []string{"s3://floe/a/t", "s3://floe/a/t/x", "s3://floe/a"} {
+		wantErr(t, claim(ident("x", "b"), loc, bob), floe.Forbidden, "location", "")
+		wantErr(t, e.s.ReplaceEntity(e.ctx, wh, ident("x", "b"), catalog.KindTable, "m", loc, bob), floe.Forbidden, "location", "")
+		if over, err := e.s.TombstonesOver(e.ctx, wh, loc); err != nil || len(over) != 1 {
+			t.Errorf("TombstonesOver(%s) = %+v, %v", loc, over, err)
+		}
+	}
+	must(t, claim(ident("sib", "b"), "s3://floe/a/t2", bob)) // a sibling sharing a prefix is free
+	if over, err := e.s.TombstonesOver(e.ctx, wh, "s3://floe/a/t2"); err != nil || len(over) != 0 {
+		t.Errorf("TombstonesOver(sibling) = %+v, %v", over, err)
+	}
+	// A refused claim in a multi-swap leaves nothing behind.
+	err = e.s.SwapPointers(e.ctx, []catalog.Swap{
+		{Warehouse: wh, Ident: ident("ok", "b"), Kind: catalog.KindTable, New: "m", Location: "s3://floe/b/ok", ClaimLocation: true, Claimant: bob},
+		{Warehouse: wh, Ident: ident("no", "b"), Kind: catalog.KindTable, New: "m", Location: "s3://floe/a/t", ClaimLocation: true, Claimant: bob}})
+	wantErr(t, err, floe.Forbidden, "location", "")
+	if e.pointer(t, ident("ok", "b")) != "" {
+		t.Error("a swap of a refused batch was applied")
+	}
+	// The owner's claim consumes it.
+	must(t, claim(ident("t", "a"), "s3://floe/a/t/inner", alice))
+	if tombs, _ := e.s.Tombstones(e.ctx, wh, "", 0); len(tombs) != 0 {
+		t.Fatalf("tombstones after the owner's claim: %+v", tombs)
+	}
+	// An ownerless tombstone yields only to an administrator.
+	must(t, errOnly(e.s.DeleteEntity(e.ctx, wh, ident("t", "a"), catalog.KindTable, &catalog.Tombstone{Location: "s3://floe/a/t/inner"})))
+	wantErr(t, claim(ident("y", "b"), "s3://floe/a/t/inner", catalog.Claimant{}), floe.Forbidden, "location", "")
+	must(t, claim(ident("y", "b"), "s3://floe/a/t/inner/y", admin))
+	// Listing pages, and release.
+	for i, loc := range []string{"s3://floe/c/1", "s3://floe/c/2", "s3://floe/c/3"} {
+		id := ident(fmt.Sprint("c", i), "b")
+		must(t, claim(id, loc, bob))
+		must(t, errOnly(e.s.DeleteEntity(e.ctx, wh, id, catalog.KindTable, &catalog.Tombstone{Location: loc})))
+	}
+	page, err := e.s.Tombstones(e.ctx, wh, "s3://floe/c/1", 1)
+	must(t, err)
+	if len(page) != 1 || page[0].Location != "s3://floe/c/2" {
+		t.Errorf("page after c/1 = %+v", page)
+	}
+	got, err := e.s.DeleteTombstone(e.ctx, wh, "s3://floe/c/2/")
+	must(t, err)
+	if got.Ident.String() != "b.c1" {
+		t.Errorf("released %+v", got)
+	}
+	_, err = e.s.DeleteTombstone(e.ctx, wh, "s3://floe/c/2")
+	wantErr(t, err, floe.NotFound, "tombstone", "")
+	must(t, claim(ident("z", "b"), "s3://floe/c/2", bob))
+	// A view's drop keeps nothing.
+	e.create(t, ident("v", "b"), catalog.KindView, "v1")
+	must(t, errOnly(e.s.DeleteEntity(e.ctx, wh, ident("v", "b"), catalog.KindView, &catalog.Tombstone{})))
+	if tombs, _ := e.s.Tombstones(e.ctx, wh, "", 0); len(tombs) != 2 {
+		t.Errorf("tombstones = %+v, want c/1 and c/3", tombs)
+	}
+}

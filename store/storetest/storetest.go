@@ -52,6 +52,7 @@ func Run(t *testing.T, open Opener) {
 		{"DeleteEntity", testDeleteEntity},
 		{"RenameEntity", testRenameEntity},
 		{"TableLocations", testTableLocations},
+		{"Tombstones", testTombstones},
 		{"Principals", testPrincipals},
 		{"PrincipalPasswords", testPrincipalPasswords},
 		{"SigningKeys", testSigningKeys},
