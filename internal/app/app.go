@@ -11,12 +11,12 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/netlimit"
 	"github.com/floe-lake/floe/maint"
 	"github.com/floe-lake/floe/oauth"
 	"github.com/floe-lake/floe/objstore/bucket"
@@ -56,9 +56,9 @@ type App struct {
 	// handler sends /v1/oauth/* and /.well-known/* to oauth, the rest to rest.
 	handler http.Handler
 
-	srv   *http.Server
+	srv   *netlimit.Server
 	ln    net.Listener
-	s3srv *http.Server
+	s3srv *netlimit.Server
 	s3ln  net.Listener
 
 	// Bootstrap is set when this start created the first admin principal.
@@ -231,12 +231,7 @@ func (a *App) Start() error {
 				"; set public_url (FLOE_PUBLIC_URL) to the URL clients use")
 		}
 	}
-	a.srv = &http.Server{
-		Handler:           a.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
-	}
+	a.srv = netlimit.New("catalog", a.handler, a.cfg.HTTP.netlimit(), a.log)
 	if err := a.listenS3(); err != nil {
 		_ = ln.Close()
 		return err

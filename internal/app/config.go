@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/internal/netlimit"
 	"github.com/floe-lake/floe/maint"
 )
 
@@ -161,9 +162,45 @@ type Config struct {
 	// FLOE_MAINTENANCE_JOBS, comma-separated; default all: expire-snapshots,
 	// compact, rewrite-manifests, remove-orphans, lifecycle). See docs/maintenance.md.
 	MaintenanceJobs []string `yaml:"maintenance_jobs"`
+	// HTTP bounds every HTTP listener: the REST catalog (with the OAuth
+	// token endpoint and the management API) and the embedded S3 endpoint.
+	// See docs/security.md, "HTTP listener limits".
+	HTTP HTTPLimits `yaml:"http"`
 	// MaintenanceHook, if set, runs before each maintenance job (tests use it
 	// to observe or stall runs; not settable from YAML, env or flags).
 	MaintenanceHook maint.Hook `yaml:"-"`
+}
+
+// HTTPLimits bounds what a caller can hold on an HTTP listener. Each
+// listener applies them on its own.
+type HTTPLimits struct {
+	// MaxConns caps the connections one listener holds (env
+	// FLOE_HTTP_MAX_CONNS, default 1024). At the cap, a new connection
+	// closes the oldest idle connection, else the oldest one still sending
+	// its request; it is refused only when every connection is being served.
+	MaxConns int `yaml:"max_conns"`
+	// MaxPendingPerIP caps, per client IP, the connections still sending a
+	// request (headers or body) on one listener (env
+	// FLOE_HTTP_MAX_PENDING_PER_IP, default 256). Over it, the oldest of
+	// that IP's pending connections is closed.
+	MaxPendingPerIP int `yaml:"max_pending_per_ip"`
+	// HeaderTimeout is how long a client may take to send request headers
+	// (env FLOE_HTTP_HEADER_TIMEOUT, default 10s).
+	HeaderTimeout time.Duration `yaml:"header_timeout"`
+	// BodyTimeout is how long a request body may stall: no read may wait
+	// longer, and a body must arrive within it plus its size at
+	// BodyMinRate (env FLOE_HTTP_BODY_TIMEOUT, default 30s).
+	BodyTimeout time.Duration `yaml:"body_timeout"`
+	// BodyMinRate is the slowest average rate, in bytes per second, a
+	// request body may arrive at after BodyTimeout (env
+	// FLOE_HTTP_BODY_MIN_RATE, default 65536).
+	BodyMinRate int64 `yaml:"body_min_rate"`
+	// IdleTimeout closes keep-alive connections idle this long (env
+	// FLOE_HTTP_IDLE_TIMEOUT, default 2m).
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// MaxHeaderBytes bounds request headers (env FLOE_HTTP_MAX_HEADER_BYTES,
+	// default 65536).
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
 }
 
 // ExternalS3 configures a warehouse on AWS S3 or an S3-compatible store.
@@ -210,6 +247,9 @@ func Defaults() Config {
 		SQLCacheBytes:  1 << 30,
 
 		SQLTableCacheBytes: 16 << 20,
+
+		HTTP: HTTPLimits{MaxConns: 1024, MaxPendingPerIP: 256, HeaderTimeout: 10 * time.Second,
+			BodyTimeout: 30 * time.Second, BodyMinRate: 64 << 10, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10},
 	}
 }
 
@@ -268,6 +308,23 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 			*dst = n
 		}
 	}
+	for name, dst := range map[string]*int{"FLOE_HTTP_MAX_CONNS": &c.HTTP.MaxConns,
+		"FLOE_HTTP_MAX_PENDING_PER_IP": &c.HTTP.MaxPendingPerIP, "FLOE_HTTP_MAX_HEADER_BYTES": &c.HTTP.MaxHeaderBytes} {
+		if v := getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			*dst = n
+		}
+	}
+	if v := getenv("FLOE_HTTP_BODY_MIN_RATE"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("FLOE_HTTP_BODY_MIN_RATE: %w", err)
+		}
+		c.HTTP.BodyMinRate = n
+	}
 	if v := getenv("FLOE_SQL_THREADS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -291,7 +348,9 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	}
 	for name, dst := range map[string]*time.Duration{"FLOE_MAINTENANCE_INTERVAL": &c.MaintenanceInterval,
 		"FLOE_MAINTENANCE_LEASE_TTL": &c.MaintenanceLeaseTTL, "FLOE_SNAPSHOT_RETENTION": &c.SnapshotRetention,
-		"FLOE_CREDENTIAL_TTL": &c.CredentialTTL, "FLOE_AUDIT_EXPORT_INTERVAL": &c.AuditExportInterval} {
+		"FLOE_CREDENTIAL_TTL": &c.CredentialTTL, "FLOE_AUDIT_EXPORT_INTERVAL": &c.AuditExportInterval,
+		"FLOE_HTTP_HEADER_TIMEOUT": &c.HTTP.HeaderTimeout, "FLOE_HTTP_BODY_TIMEOUT": &c.HTTP.BodyTimeout,
+		"FLOE_HTTP_IDLE_TIMEOUT": &c.HTTP.IdleTimeout} {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -357,6 +416,9 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("sql_tls_cert and sql_tls_key must be set together")
 	case c.SQLThreads < 0:
 		return fmt.Errorf("sql_threads %d: must not be negative", c.SQLThreads)
+	}
+	if err := c.HTTP.validate(); err != nil {
+		return err
 	}
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
@@ -429,6 +491,33 @@ func (c *Config) finishStorage() error {
 			return fmt.Errorf("s3_public_url %q: must be an http or https URL without a path", c.S3PublicURL)
 		}
 		c.S3PublicURL = strings.TrimSuffix(c.S3PublicURL, "/")
+	}
+	return nil
+}
+
+// netlimit converts the limits for package netlimit.
+func (h HTTPLimits) netlimit() netlimit.Limits {
+	return netlimit.Limits{MaxConns: h.MaxConns, MaxPendingPerIP: h.MaxPendingPerIP, HeaderTimeout: h.HeaderTimeout,
+		BodyTimeout: h.BodyTimeout, BodyMinRate: h.BodyMinRate, IdleTimeout: h.IdleTimeout, MaxHeaderBytes: h.MaxHeaderBytes}
+}
+
+// validate checks the HTTP limits.
+func (h HTTPLimits) validate() error {
+	switch {
+	case h.MaxConns < 16:
+		return fmt.Errorf("http.max_conns %d: must be at least 16", h.MaxConns)
+	case h.MaxPendingPerIP < 1 || h.MaxPendingPerIP > h.MaxConns:
+		return fmt.Errorf("http.max_pending_per_ip %d: must be between 1 and http.max_conns", h.MaxPendingPerIP)
+	case h.HeaderTimeout < 100*time.Millisecond:
+		return fmt.Errorf("http.header_timeout %s: must be at least 100ms", h.HeaderTimeout)
+	case h.BodyTimeout < 100*time.Millisecond:
+		return fmt.Errorf("http.body_timeout %s: must be at least 100ms", h.BodyTimeout)
+	case h.BodyMinRate < 1:
+		return fmt.Errorf("http.body_min_rate %d: must be positive", h.BodyMinRate)
+	case h.IdleTimeout < time.Second:
+		return fmt.Errorf("http.idle_timeout %s: must be at least 1s", h.IdleTimeout)
+	case h.MaxHeaderBytes < 4<<10:
+		return fmt.Errorf("http.max_header_bytes %d: must be at least 4096", h.MaxHeaderBytes)
 	}
 	return nil
 }

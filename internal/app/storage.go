@@ -18,6 +18,7 @@ import (
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/netlimit"
 	"github.com/floe-lake/floe/objstore/bucket"
 	"github.com/floe-lake/floe/objstore/s3api"
 	"github.com/floe-lake/floe/objstore/s3io"
@@ -193,12 +194,20 @@ func (a *App) listenS3() error {
 	if a.vend != nil && a.vend.Endpoint == "" {
 		a.vend.Endpoint = a.S3URL()
 	}
-	a.s3srv = &http.Server{
-		Handler:           a.s3,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-	}
+	a.s3srv = netlimit.New("s3", a.s3, a.cfg.HTTP.netlimit(), a.log)
 	return nil
+}
+
+// HTTPStats returns what the HTTP listeners hold: the REST catalog's and
+// the embedded S3 endpoint's (zero when it does not run).
+func (a *App) HTTPStats() (catalog, s3 netlimit.Stats) {
+	if a.srv != nil {
+		catalog = a.srv.Stats()
+	}
+	if a.s3srv != nil {
+		s3 = a.s3srv.Stats()
+	}
+	return catalog, s3
 }
 
 // serveS3 serves the embedded S3 endpoint in the background.

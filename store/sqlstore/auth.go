@@ -135,9 +135,15 @@ func (s *Store) ListPrincipals(ctx context.Context) ([]auth.Principal, error) {
 }
 
 // SetPrincipalDisabled enables or disables a principal by name; NotFound if
-// absent.
+// absent. Disabling the only enabled administrator is a Conflict: a
+// server must keep one administrator able to manage it.
 func (s *Store) SetPrincipalDisabled(ctx context.Context, name string, disabled bool) error {
 	return s.write(ctx, "set principal disabled", func(c conn) error {
+		if disabled {
+			if err := s.keepAnAdmin(ctx, c, name); err != nil {
+				return err
+			}
+		}
 		n, err := c.exec(ctx, "UPDATE principals SET disabled = ? WHERE name = ?", disabled, name)
 		if err != nil {
 			return err
@@ -147,6 +153,34 @@ func (s *Store) SetPrincipalDisabled(ctx context.Context, name string, disabled 
 		}
 		return nil
 	})
+}
+
+// keepAnAdmin refuses, within a write, a change that takes the principal
+// name out of the enabled administrators if it is the last one. The rows of
+// the enabled administrators are locked, so two admins disabling each other
+// at once cannot both succeed.
+func (s *Store) keepAnAdmin(ctx context.Context, c conn, name string) error {
+	rows, err := c.query(ctx, "SELECT name FROM principals WHERE admin = ? AND disabled = ?"+s.d.forUpdate, true, false)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var admins []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		admins = append(admins, n)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(admins) == 1 && admins[0] == name {
+		return floe.E(floe.Conflict, "principal",
+			"cannot disable %s: it is the only enabled administrator; create or enable another administrator first", name)
+	}
+	return nil
 }
 
 // SigningKeys returns all signing keys, newest first.

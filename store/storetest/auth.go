@@ -85,7 +85,19 @@ func testPrincipals(t *testing.T, e *env) {
 		t.Errorf("ListPrincipals names = %q, want [Zed ann bob]", names)
 	}
 
+	// ann is the only enabled administrator (bob is none, Zed is disabled):
+	// the store keeps it enabled until another administrator is.
+	wantErr(t, e.s.SetPrincipalDisabled(e.ctx, "ann", true), floe.Conflict, "principal",
+		"cannot disable ann: it is the only enabled administrator; create or enable another administrator first")
+	if p, _ := e.s.PrincipalByName(e.ctx, "ann"); p.Disabled {
+		t.Error("the only enabled admin was disabled")
+	}
+	must(t, e.s.SetPrincipalDisabled(e.ctx, "bob", true)) // not an administrator
+	must(t, e.s.SetPrincipalDisabled(e.ctx, "bob", false))
+	must(t, e.s.CreatePrincipal(e.ctx, auth.Principal{ID: "id-cy", Name: "cy", ClientID: "c-cy", SecretHash: "h", Admin: true}))
 	must(t, e.s.SetPrincipalDisabled(e.ctx, "ann", true))
+	wantErr(t, e.s.SetPrincipalDisabled(e.ctx, "cy", true), floe.Conflict, "principal",
+		"cannot disable cy: it is the only enabled administrator; create or enable another administrator first")
 	if p, _ := e.s.PrincipalByName(e.ctx, "ann"); !p.Disabled {
 		t.Error("ann not disabled")
 	}
