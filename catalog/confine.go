@@ -2,9 +2,11 @@ package catalog
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -91,9 +93,10 @@ func checkWithin(root, what, file string) error {
 // catalog's FileIO (so that encrypted objects read). Within one check each
 // manifest list is read once.
 type confiner struct {
-	c     *Catalog
-	root  string
-	lists map[string][]iceberg.ManifestFile
+	c        *Catalog
+	root     string
+	lists    map[string][]iceberg.ManifestFile
+	verified []verifiedList // to remember once the whole check passed
 }
 
 // checkFiles verifies that every file next references and base did not
@@ -103,8 +106,8 @@ type confiner struct {
 // the statistics files next adds. With base nil (a create or a register)
 // or when the location changes, every file next references is checked.
 // Manifests of a parent in base were checked when they were committed, so
-// an append reads only its own manifest list, its parent's and its new
-// manifests.
+// an append reads only its own manifest list, its parent's (unless this
+// catalog checked it recently: checkedLists) and its new manifests.
 func (c *Catalog) checkFiles(ctx context.Context, base, next table.Metadata) error {
 	cf := &confiner{c: c, root: next.Location(), lists: map[string][]iceberg.ManifestFile{}}
 	all := base == nil || base.Location() != next.Location()
@@ -155,6 +158,9 @@ func (c *Catalog) checkFiles(ctx context.Context, base, next table.Metadata) err
 			}
 		}
 	}
+	for _, v := range cf.verified {
+		c.checked.add(cf.root, v.loc, v.manifests)
+	}
 	return nil
 }
 
@@ -167,6 +173,9 @@ func (cf *confiner) manifestSet(ctx context.Context, s *table.Snapshot) (map[str
 			out[m] = true
 		}
 		return out, nil
+	}
+	if set, ok := cf.c.checked.get(cf.root, s.ManifestList); ok {
+		return set, nil
 	}
 	ms, err := cf.list(ctx, s.ManifestList)
 	if err != nil {
@@ -223,7 +232,18 @@ func (cf *confiner) snapshot(ctx context.Context, s *table.Snapshot, trusted map
 			return err
 		}
 	}
+	set := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		set[m.FilePath()] = true
+	}
+	cf.verified = append(cf.verified, verifiedList{s.ManifestList, set})
 	return nil
+}
+
+// verifiedList is a manifest list a check found clean, with its manifests.
+type verifiedList struct {
+	loc       string
+	manifests map[string]bool
 }
 
 // manifest checks every entry of a manifest, deleted ones included.
@@ -247,4 +267,75 @@ func (cf *confiner) manifest(ctx context.Context, m iceberg.ManifestFile) error 
 		}
 	}
 	return nil
+}
+
+// Bounds of the cache of checked manifest lists.
+const (
+	checkedListEntries = 512
+	checkedListPaths   = 200_000
+)
+
+// checkedLists remembers, by table location and manifest list location,
+// the manifests of manifest lists the catalog has checked (all inside the
+// location, and their entries too), so that the next commit on top of one
+// does not read it again. Least recently used out first, within a number
+// of lists and a total number of manifest paths. Safe for concurrent use.
+type checkedLists struct {
+	mu         sync.Mutex
+	maxEntries int
+	maxPaths   int
+	paths      int
+	entries    map[string]*list.Element // of *checkedList
+	lru        *list.List               // front: most recently used
+}
+
+type checkedList struct {
+	key       string
+	manifests map[string]bool
+}
+
+func newCheckedLists(maxEntries, maxPaths int) *checkedLists {
+	return &checkedLists{maxEntries: maxEntries, maxPaths: maxPaths, entries: map[string]*list.Element{}, lru: list.New()}
+}
+
+func checkedKey(root, listLoc string) string { return root + "\x00" + listLoc }
+
+func (c *checkedLists) get(root, listLoc string) (map[string]bool, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[checkedKey(root, listLoc)]
+	if !ok {
+		return nil, false
+	}
+	c.lru.MoveToFront(el)
+	return el.Value.(*checkedList).manifests, true
+}
+
+func (c *checkedLists) add(root, listLoc string, manifests map[string]bool) {
+	if len(manifests) > c.maxPaths {
+		return
+	}
+	k := checkedKey(root, listLoc)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[k]; ok {
+		c.lru.MoveToFront(el)
+		return
+	}
+	c.entries[k] = c.lru.PushFront(&checkedList{key: k, manifests: manifests})
+	c.paths += len(manifests)
+	for c.lru.Len() > c.maxEntries || c.paths > c.maxPaths {
+		el := c.lru.Back()
+		v := el.Value.(*checkedList)
+		c.lru.Remove(el)
+		delete(c.entries, v.key)
+		c.paths -= len(v.manifests)
+	}
+}
+
+// len returns the number of lists and of manifest paths held.
+func (c *checkedLists) len() (int, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len(), c.paths
 }

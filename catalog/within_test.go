@@ -79,3 +79,44 @@ func FuzzWithin(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckedListsBounded: the cache of checked manifest lists holds at
+// most its number of lists and of manifest paths, least recently used out
+// first, and never a list larger than the whole budget.
+func TestCheckedListsBounded(t *testing.T) {
+	c := newCheckedLists(3, 10)
+	set := func(n int) map[string]bool {
+		m := map[string]bool{}
+		for i := range n {
+			m[string(rune('a'+i))] = true
+		}
+		return m
+	}
+	for _, l := range []string{"l1", "l2", "l3", "l4"} {
+		c.add("r", l, set(1))
+	}
+	if n, p := c.len(); n != 3 || p != 3 {
+		t.Fatalf("%d lists, %d paths; want 3, 3", n, p)
+	}
+	if _, ok := c.get("r", "l1"); ok {
+		t.Error("l1 should have gone first")
+	}
+	if _, ok := c.get("other-root", "l2"); ok {
+		t.Error("a list checked against one location serves another")
+	}
+	c.get("r", "l2") // l2 is now the most recently used
+	c.add("r", "big", set(9))
+	if n, p := c.len(); p > 10 || n > 3 {
+		t.Fatalf("%d lists, %d paths over the bounds", n, p)
+	}
+	if _, ok := c.get("r", "big"); !ok {
+		t.Error("the newest list was evicted")
+	}
+	c.add("r", "huge", set(11))
+	if _, ok := c.get("r", "huge"); ok {
+		t.Error("a list over the whole budget was kept")
+	}
+	if _, p := c.len(); p > 10 {
+		t.Fatalf("%d paths over the bound", p)
+	}
+}
