@@ -50,6 +50,7 @@ type Catalog struct {
 	now     func() time.Time
 	retries int
 	cache   *metaCache
+	checked *checkedLists // manifest lists whose files were checked
 }
 
 // New returns a Catalog over store and io.
@@ -70,7 +71,8 @@ func New(store Store, io FileIO, opts Options) *Catalog {
 		opts.MetadataCacheBytes = 256 << 20
 	}
 	return &Catalog{store: store, io: io, log: opts.Logger, now: opts.Now,
-		retries: opts.CommitRetries, cache: newMetaCache(opts.MetadataCacheEntries, opts.MetadataCacheBytes)}
+		retries: opts.CommitRetries, cache: newMetaCache(opts.MetadataCacheEntries, opts.MetadataCacheBytes),
+		checked: newCheckedLists(checkedListEntries, checkedListPaths)}
 }
 
 // Warehouse returns the named warehouse.

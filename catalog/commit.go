@@ -279,6 +279,13 @@ func (c *Catalog) prepare(ctx context.Context, w Warehouse, tc TableCommit) (*st
 	if _, err := checkTableLocation(w, md.Location()); err != nil {
 		return nil, err
 	}
+	var baseMD table.Metadata
+	if s.base != nil {
+		baseMD = s.base.Metadata
+	}
+	if err := c.checkFiles(ctx, baseMD, md); err != nil {
+		return nil, err
+	}
 	raw, err := json.Marshal(md)
 	if err != nil {
 		return nil, floe.Wrap(floe.Invalid, err, "cannot encode table metadata: %s", err)

@@ -264,6 +264,9 @@ func (c *Catalog) RegisterTable(ctx context.Context, wh string, id Ident, metada
 	if err != nil {
 		return nil, err
 	}
+	if err := c.checkFiles(ctx, nil, st.Metadata); err != nil {
+		return nil, err
+	}
 	if overwrite {
 		err = c.store.ReplaceEntity(ctx, wh, id, KindTable, loc, tableLoc, ClaimantOf(ctx))
 	} else {

@@ -139,9 +139,16 @@ func (j *Compact) once(ctx context.Context, tbl *table.Table, p Policy, dryRun b
 		rep.Summary = "the table has no snapshot"
 		return rep, nil
 	}
+	if err := lake.CheckSnapshot(tbl, snap); err != nil {
+		return rep, err
+	}
 	tasks, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("plan files: %w", err)
+	}
+	// Never read (and rewrite into this table) a file outside its location.
+	if err := lake.CheckTasks(tbl, tasks); err != nil {
+		return rep, err
 	}
 	tasks = lake.WholeFiles(tasks)
 	plan, err := compactionConfig(p).PlanCompaction(tasks)

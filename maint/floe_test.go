@@ -38,9 +38,10 @@ type history struct {
 }
 
 // snapshotJSON renders a snapshot with a given age (testkit.SnapshotJSON's
-// shape with an explicit timestamp; its manifest list need not exist).
-func snapshotJSON(id, parent int64, age time.Duration) string {
-	return testkit.SnapshotAt(id, parent, time.Now().Add(-age))
+// shape with an explicit timestamp) and an empty manifest list (list, or
+// testkit.EmptyList for CreateWithUpdates to write).
+func snapshotJSON(list string, id, parent int64, age time.Duration) string {
+	return testkit.SnapshotAt(list, id, parent, time.Now().Add(-age))
 }
 
 // createHistory creates ns.name with the snapshots of h in one create
@@ -56,7 +57,7 @@ func createHistory(t *testing.T, f *testkit.Floe, ns, name string, h history) ca
 		updates = append(updates, `{"action":"set-properties","updates":`+string(b)+`}`)
 	}
 	for i, age := range h.ages {
-		updates = append(updates, `{"action":"add-snapshot","snapshot":`+snapshotJSON(int64(i+1), int64(i), age)+`}`)
+		updates = append(updates, `{"action":"add-snapshot","snapshot":`+snapshotJSON(testkit.EmptyList, int64(i+1), int64(i), age)+`}`)
 	}
 	// Other refs before main: a ref to a snapshot added in the same commit
 	// sets last-updated-ms to that snapshot's time, which must end at least
@@ -209,7 +210,8 @@ func TestExpireSnapshots_ConcurrentWriter(t *testing.T) {
 		wantRefs map[string]int64
 	}{
 		{"Append", 1, func(t *testing.T, id catalog.Ident, _ int) {
-			commit(t, id, `{"action":"add-snapshot","snapshot":`+snapshotJSON(6, 5, 0)+`},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":6}`)
+			list := f.EmptyManifestList(t, f.TableLocation(t, "/namespaces/exp/tables/"+id.Name))
+			commit(t, id, `{"action":"add-snapshot","snapshot":`+snapshotJSON(list, 6, 5, 0)+`},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":6}`)
 		}, false, []int64{4, 5, 6}, map[string]int64{"main": 6}},
 		{"TagAnExpiringSnapshot", 1, func(t *testing.T, id catalog.Ident, _ int) {
 			commit(t, id, `{"action":"set-snapshot-ref","ref-name":"keep","type":"tag","snapshot-id":2}`)

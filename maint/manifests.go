@@ -79,6 +79,9 @@ func (j *Manifests) rewrite(ctx context.Context, tbl *table.Table, p Policy, dry
 			rep.Summary = "the table has no snapshot"
 			return rep, nil
 		}
+		if err := lake.CheckSnapshot(tbl, snap); err != nil {
+			return rep, err
+		}
 		fsys, err := tbl.FS(ctx)
 		if err != nil {
 			return rep, err
@@ -101,6 +104,10 @@ func (j *Manifests) rewrite(ctx context.Context, tbl *table.Table, p Policy, dry
 		if dryRun {
 			rep.Summary = fmt.Sprintf("would merge %d data manifests", data)
 			return rep, nil
+		}
+		// Never rewrite entries that point outside the table's location.
+		if err := lake.CheckManifests(ctx, tbl, snap); err != nil {
+			return rep, err
 		}
 		txn := tbl.NewTransaction()
 		res, err := txn.RewriteManifests(ctx)

@@ -96,7 +96,8 @@ func TestIngestEndpoints(t *testing.T) {
 		t.Fatalf("%d rows after overwrite, want 1", n)
 	}
 
-	// add-files and register-delta over files put in the warehouse storage.
+	// add-files over files put inside the table's location, and
+	// register-delta over files put in the warehouse storage.
 	objs := f.App.Objects()
 	put := func(key string, data []byte) {
 		t.Helper()
@@ -105,8 +106,16 @@ func TestIngestEndpoints(t *testing.T) {
 		}
 	}
 	pq := parquetOf(t, []int64{7, 8}, []float64{1.25, 2.5})
+	ordersLoc := tableLocation(t, e, "orders")
+	put(strings.TrimPrefix(ordersLoc, "s3://"+f.Warehouse+"/")+"/landing/x.parquet", pq)
 	put("landing/x.parquet", pq)
+	// Outside the table's location: refused, admins included.
 	r = e.do(t, e.admin, "POST", base+"orders/add-files", map[string]any{"paths": []string{"s3://" + f.Warehouse + "/landing/"}})
+	wantStatus(t, r, 400)
+	if msg, _, _ := errorOf(t, r); !strings.Contains(msg, "s3://"+f.Warehouse+"/landing/") || !strings.Contains(msg, "outside the table location "+ordersLoc) {
+		t.Errorf("add-files outside: %q", msg)
+	}
+	r = e.do(t, e.admin, "POST", base+"orders/add-files", map[string]any{"paths": []string{ordersLoc + "/landing/"}})
 	if r.Status != 200 {
 		t.Fatalf("add-files: %d %s", r.Status, r.Body)
 	}
@@ -145,6 +154,19 @@ func TestIngestEndpoints(t *testing.T) {
 	if r = e.do(t, bob, "POST", base+"bobs/ingest", "id\n2\n", "Content-Type", octet); r.Status != 200 {
 		t.Fatalf("bob appends to his table: %d %s", r.Status, r.Body)
 	}
+	// Attack: bob adds the files of a table he may not read (orders) to his
+	// own table, by prefix or by file: refused, nothing committed.
+	bobsLoc := tableLocation(t, e, "bobs")
+	for _, p := range []string{"s3://" + f.Warehouse + "/sales/", ordersLoc + "/", ordersLoc + "/landing/x.parquet", "s3://" + f.Warehouse + "/"} {
+		r = e.do(t, bob, "POST", base+"bobs/add-files", map[string]any{"paths": []string{p}})
+		wantStatus(t, r, 400)
+		if msg, typ, _ := errorOf(t, r); typ != "BadRequestException" || !strings.Contains(msg, p) || (p != "s3://"+f.Warehouse+"/" && !strings.Contains(msg, "outside the table location "+bobsLoc)) {
+			t.Errorf("bob add-files %s: %q (%s)", p, msg, typ)
+		}
+	}
+	if n := countRows(t, e, "bobs"); n != 2 {
+		t.Fatalf("%d rows in bobs after the refused add-files, want 2", n)
+	}
 
 	// Audit: one event per call, with the outcome.
 	recs, err := f.App.Store().AuditQuery(t.Context(), audit.Query{Action: "mgmt.table.*", Limit: 100})
@@ -161,6 +183,16 @@ func TestIngestEndpoints(t *testing.T) {
 			t.Errorf("audit %s: %d events, want %d (all: %v)", k, count[k], want, count)
 		}
 	}
+}
+
+// tableLocation returns the location of table sales.name.
+func tableLocation(t *testing.T, e *env, name string) string {
+	t.Helper()
+	st, err := e.f.App.Catalog().LoadTable(t.Context(), e.f.Warehouse, catalog.Ident{Namespace: catalog.Namespace{"sales"}, Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Metadata.Location()
 }
 
 func wantStatus(t *testing.T, r testkit.Response, want int) {

@@ -59,6 +59,7 @@ func TestCommitUpdates(t *testing.T) {
 	m := loadMeta(t, f, "/namespaces/c/tables/t")
 	path := "/namespaces/c/tables/t"
 	one := int64(1)
+	list := f.EmptyManifestList(t, m.Location+"/moved")
 	steps := []struct {
 		name, updates string
 		check         func(m tableMeta) bool
@@ -74,20 +75,22 @@ func TestCommitUpdates(t *testing.T) {
 		{"set-current-schema back", `[{"action":"set-current-schema","schema-id":1}]`, func(x tableMeta) bool { return x.CurrentSchemaID == 1 }},
 		{"set-default-spec by id", `[{"action":"set-default-spec","spec-id":1}]`, func(x tableMeta) bool { return x.DefaultSpecID == 1 }},
 		{"set-default-sort-order by id", `[{"action":"set-default-sort-order","sort-order-id":1}]`, func(x tableMeta) bool { return x.DefaultSortOrder == 1 }},
-		{"add-snapshot + set-snapshot-ref", `[{"action":"add-snapshot","snapshot":` + snapshotJSON(1, nil, 1) + `},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":1}]`,
+		// set-location before any snapshot: a table with snapshots may move
+		// only where its files already are.
+		{"set-location", fmt.Sprintf(`[{"action":"set-location","location":%q}]`, m.Location+"/moved"), func(x tableMeta) bool { return strings.HasSuffix(x.Location, "/moved") }},
+		{"add-snapshot + set-snapshot-ref", `[{"action":"add-snapshot","snapshot":` + snapshotJSON(list, 1, nil, 1) + `},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":1}]`,
 			func(x tableMeta) bool {
 				return x.CurrentSnapshotID != nil && *x.CurrentSnapshotID == 1 && x.LastSeq == 1 && len(x.SnapshotLog) == 1
 			}},
 		{"set-snapshot-ref tag", `[{"action":"set-snapshot-ref","ref-name":"v1","type":"tag","snapshot-id":1,"max-ref-age-ms":86400000}]`, func(x tableMeta) bool { return x.Refs["v1"] != nil }},
 		{"remove-snapshot-ref", `[{"action":"remove-snapshot-ref","ref-name":"v1"}]`, func(x tableMeta) bool { return x.Refs["v1"] == nil }},
-		{"add second snapshot", `[{"action":"add-snapshot","snapshot":` + snapshotJSON(2, &one, 2) + `},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":2}]`, func(x tableMeta) bool { return len(x.Snapshots) == 2 }},
+		{"add second snapshot", `[{"action":"add-snapshot","snapshot":` + snapshotJSON(list, 2, &one, 2) + `},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":2}]`, func(x tableMeta) bool { return len(x.Snapshots) == 2 }},
 		{"remove-snapshots", `[{"action":"remove-snapshots","snapshot-ids":[1]}]`, func(x tableMeta) bool { return len(x.Snapshots) == 1 && x.Snapshots[0].ID == 2 }},
 		{"set-properties", `[{"action":"set-properties","updates":{"k1":"v1","k2":"v2"}}]`, func(x tableMeta) bool { return x.Properties["k1"] == "v1" }},
 		{"remove-properties", `[{"action":"remove-properties","removals":["k1"]}]`, func(x tableMeta) bool { _, ok := x.Properties["k1"]; return !ok && x.Properties["k2"] == "v2" }},
-		{"set-location", fmt.Sprintf(`[{"action":"set-location","location":%q}]`, m.Location+"/moved"), func(x tableMeta) bool { return strings.HasSuffix(x.Location, "/moved") }},
-		{"set-statistics", `[{"action":"set-statistics","snapshot-id":2,"statistics":{"snapshot-id":2,"statistics-path":"file:///nowhere/s.puffin","file-size-in-bytes":10,"file-footer-size-in-bytes":5,"blob-metadata":[]}}]`, func(x tableMeta) bool { return len(x.Statistics) == 1 }},
+		{"set-statistics", `[{"action":"set-statistics","snapshot-id":2,"statistics":{"snapshot-id":2,"statistics-path":"` + m.Location + `/moved/metadata/s.puffin","file-size-in-bytes":10,"file-footer-size-in-bytes":5,"blob-metadata":[]}}]`, func(x tableMeta) bool { return len(x.Statistics) == 1 }},
 		{"remove-statistics", `[{"action":"remove-statistics","snapshot-id":2}]`, func(x tableMeta) bool { return len(x.Statistics) == 0 }},
-		{"set-partition-statistics", `[{"action":"set-partition-statistics","partition-statistics":{"snapshot-id":2,"statistics-path":"file:///nowhere/p.parquet","file-size-in-bytes":10}}]`, func(x tableMeta) bool { return len(x.PartStats) == 1 }},
+		{"set-partition-statistics", `[{"action":"set-partition-statistics","partition-statistics":{"snapshot-id":2,"statistics-path":"` + m.Location + `/moved/metadata/p.parquet","file-size-in-bytes":10}}]`, func(x tableMeta) bool { return len(x.PartStats) == 1 }},
 		{"remove-partition-statistics", `[{"action":"remove-partition-statistics","snapshot-id":2}]`, func(x tableMeta) bool { return len(x.PartStats) == 0 }},
 		{"remove-partition-specs", `[{"action":"remove-partition-specs","spec-ids":[0]}]`, func(x tableMeta) bool { return len(x.Specs) == 1 }},
 		{"remove-schemas", `[{"action":"remove-schemas","schema-ids":[0]}]`, func(x tableMeta) bool { return len(x.Schemas) == 1 }},
@@ -123,7 +126,7 @@ func TestCommitRequirements(t *testing.T) {
 	f := testkit.Start(t)
 	mustStatus(t, f.Do(t, "POST", f.P("/namespaces"), `{"namespace":["r"]}`), 200)
 	mustStatus(t, f.Do(t, "POST", f.P("/namespaces/r/tables"), createTableBody("t", "")), 200)
-	mustStatus(t, f.Do(t, "POST", f.P("/namespaces/r/tables/t"), `{"requirements":[],"updates":[{"action":"add-snapshot","snapshot":`+snapshotJSON(7, nil, 1)+`},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":7}]}`), 200)
+	mustStatus(t, f.Do(t, "POST", f.P("/namespaces/r/tables/t"), `{"requirements":[],"updates":[{"action":"add-snapshot","snapshot":`+snapshotJSON(f.EmptyManifestList(t, f.TableLocation(t, "/namespaces/r/tables/t")), 7, nil, 1)+`},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":7}]}`), 200)
 	m := loadMeta(t, f, "/namespaces/r/tables/t")
 	reqs := []struct {
 		name, pass, fail, msg string

@@ -198,13 +198,16 @@ func addTableIngestCmds(root *cobra.Command, stdout io.Writer, getenv func(strin
 		root.AddCommand(table)
 	}
 	add := &cobra.Command{Use: "add-files NS.TABLE LOCATION...", Args: cobra.MinimumNArgs(2),
-		Short: "Register existing Parquet files of the warehouse storage in a table, without rewriting them",
-		Long: `Register Parquet files that already lie in the warehouse storage in an existing
+		Short: "Register existing Parquet files under a table's location in the table, without rewriting them",
+		Long: `Register Parquet files that already lie under the table's own location in the
 table, as one append snapshot, without copying or rewriting them. A location
 ending in / takes every *.parquet object under it. Each file's schema must be
-compatible with the table's; files outside the warehouse storage are refused.
+compatible with the table's; files outside the table's location are refused
+(a table may reference only files inside its location). Put the files there
+first, for example with the storage credentials that loading the table vends
+(see floe table show for the location).
 
-  floe table add-files sales.orders s3://floe/landing/orders/2026-03/`}
+  floe table add-files sales.orders s3://floe/sales/orders-<uuid>/landing/2026-03/`}
 	acl := bindIngestClient(add.Flags(), getenv)
 	add.RunE = func(c *cobra.Command, args []string) error {
 		id, err := tableArg(args[0])

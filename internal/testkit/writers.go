@@ -1,22 +1,68 @@
 package testkit
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/iceberg-go"
 )
 
-// SnapshotJSON renders a minimal snapshot for add-snapshot updates (its
-// manifest list need not exist: the catalog does not read it).
-func SnapshotJSON(id int64, parent *int64, seq int64) string {
+// SnapshotJSON renders a minimal snapshot for add-snapshot updates with
+// the manifest list at list: the catalog reads it, so it must exist inside
+// the table's location (EmptyManifestList writes one).
+func SnapshotJSON(list string, id int64, parent *int64, seq int64) string {
 	p := ""
 	if parent != nil {
 		p = fmt.Sprintf(`"parent-snapshot-id":%d,`, *parent)
 	}
-	return fmt.Sprintf(`{"snapshot-id":%d,%s"sequence-number":%d,"timestamp-ms":%d,"manifest-list":"file:///nowhere/snap-%d.avro","summary":{"operation":"append"},"schema-id":0}`,
-		id, p, seq, time.Now().UnixMilli(), id)
+	return fmt.Sprintf(`{"snapshot-id":%d,%s"sequence-number":%d,"timestamp-ms":%d,"manifest-list":%q,"summary":{"operation":"append"},"schema-id":0}`,
+		id, p, seq, time.Now().UnixMilli(), list)
+}
+
+// EmptyList stands for the manifest list in the snapshots given to
+// CreateWithUpdates: it becomes an empty manifest list inside the new
+// table's location.
+const EmptyList = "floe-test:empty-manifest-list"
+
+// EmptyManifestList writes an empty manifest list inside the table
+// location loc (once) and returns its location.
+func (f *Floe) EmptyManifestList(t testing.TB, loc string) string {
+	t.Helper()
+	if f.App.Objects() == nil {
+		t.Fatal("EmptyManifestList needs the embedded object store")
+	}
+	list := strings.TrimSuffix(loc, "/") + "/metadata/snap-empty-test.avro"
+	var buf bytes.Buffer
+	seq := int64(0)
+	if err := iceberg.WriteManifestList(2, &buf, 1, nil, &seq, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.App.Objects().FileIO().WriteFile(context.Background(), list, buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+// TableLocation returns the location of the table at path (relative to
+// the warehouse prefix), loaded with the admin token.
+func (f *Floe) TableLocation(t testing.TB, path string) string {
+	t.Helper()
+	r := f.Do(t, "GET", f.P(path+"?snapshots=refs"), nil)
+	if r.Status != 200 {
+		t.Fatalf("load %s: %d %s", path, r.Status, r.Body)
+	}
+	var out struct {
+		Metadata struct {
+			Location string `json:"location"`
+		} `json:"metadata"`
+	}
+	r.JSON(t, &out)
+	return out.Metadata.Location
 }
 
 // WriterResult is what one concurrent writer saw.
@@ -31,6 +77,7 @@ type WriterResult struct {
 // its view. Snapshot ids are writer*1e6+i+1, so writers never collide.
 func (f *Floe) RunWriter(t testing.TB, tok, path string, writer, n int) WriterResult {
 	var res WriterResult
+	list := f.EmptyManifestList(t, f.TableLocation(t, path))
 	cur, seqNo := f.RefsState(t, tok, path)
 	for i := 0; i < n; i++ {
 		id := int64(writer)*1_000_000 + int64(i) + 1
@@ -41,7 +88,7 @@ func (f *Floe) RunWriter(t testing.TB, tok, path string, writer, n int) WriterRe
 			req = fmt.Sprintf(`{"type":"assert-ref-snapshot-id","ref":"main","snapshot-id":%d}`, cur)
 		}
 		body := fmt.Sprintf(`{"requirements":[%s],"updates":[{"action":"add-snapshot","snapshot":%s},{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":%d}]}`,
-			req, SnapshotJSON(id, parent, seqNo+1), id)
+			req, SnapshotJSON(list, id, parent, seqNo+1), id)
 		r := f.DoAs(t, tok, "POST", f.P(path), body)
 		switch r.Status {
 		case 200:
@@ -88,13 +135,13 @@ func (f *Floe) SkipValidation() {
 
 // SnapshotAt renders a snapshot like SnapshotJSON with a chosen timestamp
 // (its sequence number is its id).
-func SnapshotAt(id, parent int64, ts time.Time) string {
+func SnapshotAt(list string, id, parent int64, ts time.Time) string {
 	p := ""
 	if parent != 0 {
 		p = fmt.Sprintf(`"parent-snapshot-id":%d,`, parent)
 	}
-	return fmt.Sprintf(`{"snapshot-id":%d,%s"sequence-number":%d,"timestamp-ms":%d,"manifest-list":"file:///nowhere/snap-%d.avro","summary":{"operation":"append"},"schema-id":0}`,
-		id, p, id, ts.UnixMilli(), id)
+	return fmt.Sprintf(`{"snapshot-id":%d,%s"sequence-number":%d,"timestamp-ms":%d,"manifest-list":%q,"summary":{"operation":"append"},"schema-id":0}`,
+		id, p, id, ts.UnixMilli(), list)
 }
 
 // CreateWithUpdates creates ns (if missing) and then table ns.name in one
@@ -102,7 +149,8 @@ func SnapshotAt(id, parent int64, ts time.Time) string {
 // updates that initialise the staged metadata followed by extra. The metadata
 // builder refuses a snapshot more than a minute older than the table's last
 // update, so this is how a test writes old history: into a new table, oldest
-// snapshot first.
+// snapshot first. EmptyList in extra becomes an empty manifest list inside
+// the table's location.
 func (f *Floe) CreateWithUpdates(t testing.TB, ns, name, schema string, extra ...string) {
 	t.Helper()
 	if r := f.Do(t, "POST", f.P("/namespaces"), fmt.Sprintf(`{"namespace":[%q]}`, ns)); r.Status != 200 && r.Status != 409 {
@@ -119,6 +167,12 @@ func (f *Floe) CreateWithUpdates(t testing.TB, ns, name, schema string, extra ..
 		} `json:"metadata"`
 	}
 	r.JSON(t, &staged)
+	quoted := fmt.Sprintf("%q", EmptyList)
+	for i, u := range extra {
+		if strings.Contains(u, quoted) {
+			extra[i] = strings.ReplaceAll(u, quoted, fmt.Sprintf("%q", f.EmptyManifestList(t, staged.Metadata.Location)))
+		}
+	}
 	updates := append([]string{
 		fmt.Sprintf(`{"action":"assign-uuid","uuid":%q}`, staged.Metadata.UUID),
 		`{"action":"upgrade-format-version","format-version":2}`,

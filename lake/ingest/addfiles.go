@@ -29,7 +29,7 @@ type AddFilesRequest struct {
 	// Paths are locations of Parquet files, or prefixes ending in "/"
 	// under which every *.parquet object is taken (objects under
 	// directories whose name starts with "_" or "." are skipped). All
-	// must lie inside the warehouse storage.
+	// must lie inside the table's own location.
 	Paths []string
 	// Authorize, if set, is called before anything is read; an error stops
 	// the call.
@@ -44,7 +44,10 @@ type AddFilesRequest struct {
 // table every file must hold one value per partition field, and only
 // order-preserving transforms (identity, year, month, day, hour,
 // truncate) are supported. A file the table references already is
-// refused. Files outside the warehouse storage are refused.
+// refused. Files outside the table's own location are refused (for every
+// caller, admins included): a table may reference only files under its
+// location, so put the files there first (for example with the write
+// credentials that loading the table vends).
 func (s *Service) AddFiles(ctx context.Context, req AddFilesRequest) (Result, error) {
 	start := time.Now()
 	res := Result{Table: req.Table.String(), Mode: Append, Format: Parquet}
@@ -64,7 +67,7 @@ func (s *Service) AddFiles(ctx context.Context, req AddFilesRequest) (Result, er
 	if err != nil {
 		return res, err
 	}
-	paths, err := s.expand(ctx, root, req.Paths)
+	paths, err := s.expand(ctx, root, tbl.Location(), req.Paths)
 	if err != nil {
 		return res, err
 	}
@@ -218,9 +221,10 @@ func inside(root, loc string) (string, error) {
 	return n, nil
 }
 
-// expand checks each path and replaces a prefix (ending in "/") by the
-// Parquet objects under it.
-func (s *Service) expand(ctx context.Context, root string, paths []string) ([]string, error) {
+// expand checks each path (inside the warehouse root and the table
+// location tableLoc) and replaces a prefix (ending in "/") by the Parquet
+// objects under it.
+func (s *Service) expand(ctx context.Context, root, tableLoc string, paths []string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) error {
@@ -238,6 +242,9 @@ func (s *Service) expand(ctx context.Context, root string, paths []string) ([]st
 		n, err := inside(root, p)
 		if err != nil {
 			return nil, err
+		}
+		if !catalog.Within(tableLoc, n) {
+			return nil, catalog.OutsideError(floe.Invalid, "path", p, tableLoc)
 		}
 		if !strings.HasSuffix(p, "/") {
 			if !strings.HasSuffix(strings.ToLower(n), ".parquet") {

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/lake/ingest"
 	"github.com/floe-lake/floe/objstore/bucket"
 )
@@ -41,21 +42,27 @@ func idsParquet(t *testing.T, ids ...int64) []byte {
 	return encodeParquet(t, rec)
 }
 
-// TestAddFiles: Parquet files already in the warehouse join a table
-// without a rewrite (by path and by prefix); incompatible, duplicate and
-// outside files are refused and nothing is committed.
+// TestAddFiles: Parquet files already inside the table's location join
+// the table without a rewrite (by path and by prefix); incompatible,
+// duplicate and outside files (another table's, or anywhere else in the
+// warehouse) are refused and nothing is committed.
 func TestAddFiles(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
 	if _, err := e.svc.Ingest(ctx, ingest.Request{Warehouse: wh, Table: ident("t")}, strings.NewReader("id,name\n1,n1\n")); err != nil {
 		t.Fatal(err)
 	}
-	one := e.put(t, "landing/a/one.parquet", idsParquet(t, 10, 11))
-	e.put(t, "landing/b/two.parquet", idsParquet(t, 20))
-	e.put(t, "landing/b/sub/three.parquet", idsParquet(t, 30))
-	e.put(t, "landing/b/_tmp/skip.parquet", idsParquet(t, 99))
-	e.put(t, "landing/b/notes.txt", []byte("x"))
-	res, err := e.svc.AddFiles(ctx, ingest.AddFilesRequest{Warehouse: wh, Table: ident("t"), Paths: []string{one, "s3://floe/landing/b/"}})
+	if _, err := e.svc.Ingest(ctx, ingest.Request{Warehouse: wh, Table: ident("other")}, strings.NewReader("id,name\n7,secret\n")); err != nil {
+		t.Fatal(err)
+	}
+	loc := e.load(t, "t").Location()
+	landing := strings.TrimPrefix(loc, "s3://"+wh+"/") + "/landing"
+	one := e.put(t, landing+"/a/one.parquet", idsParquet(t, 10, 11))
+	e.put(t, landing+"/b/two.parquet", idsParquet(t, 20))
+	e.put(t, landing+"/b/sub/three.parquet", idsParquet(t, 30))
+	e.put(t, landing+"/b/_tmp/skip.parquet", idsParquet(t, 99))
+	e.put(t, landing+"/b/notes.txt", []byte("x"))
+	res, err := e.svc.AddFiles(ctx, ingest.AddFilesRequest{Warehouse: wh, Table: ident("t"), Paths: []string{one, loc + "/landing/b/"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +76,7 @@ func TestAddFiles(t *testing.T) {
 	// The files were not copied: the table references them where they are.
 	files := 0
 	for _, task := range must(e.load(t, "t").Scan().PlanFiles(ctx)) {
-		if strings.HasPrefix(task.File.FilePath(), "s3://floe/landing/") {
+		if strings.HasPrefix(task.File.FilePath(), loc+"/landing/") {
 			files++
 		}
 	}
@@ -77,22 +84,38 @@ func TestAddFiles(t *testing.T) {
 		t.Errorf("%d data files reference landing/, want 3", files)
 	}
 	before := e.load(t, "t").CurrentSnapshot().SnapshotID
-	bad := e.put(t, "landing/c/bad.parquet", encodeParquet(t, peopleArrow(t)))
+	bad := e.put(t, landing+"/c/bad.parquet", encodeParquet(t, peopleArrow(t)))
+	outside := e.put(t, "landing/x.parquet", idsParquet(t, 40))
+	otherTbl := e.load(t, "other")
+	otherFile := must(lake.CurrentDataFiles(ctx, otherTbl))[0].FilePath()
 	for _, tc := range []struct {
 		paths []string
-		want  string
+		want  []string
 	}{
-		{[]string{one}, "already a data file"},
-		{[]string{bad}, "cannot add"},
-		{[]string{"s3://elsewhere/x.parquet"}, "outside the warehouse"},
-		{[]string{"s3://floe/landing/../../etc/x.parquet"}, `".."`},
-		{[]string{"s3://floe/landing/b/notes.txt"}, "not a .parquet file"},
-		{[]string{"s3://floe/empty/"}, "no .parquet files"},
-		{nil, "no files"},
+		{[]string{one}, []string{"already a data file"}},
+		{[]string{bad}, []string{"cannot add"}},
+		{[]string{"s3://elsewhere/x.parquet"}, []string{"outside the warehouse"}},
+		{[]string{"s3://floe/landing/../../etc/x.parquet"}, []string{`".."`}},
+		{[]string{loc + "/landing/../../other/x.parquet"}, []string{`".."`}},
+		{[]string{loc + "/landing/b/notes.txt"}, []string{"not a .parquet file"}},
+		{[]string{loc + "/empty/"}, []string{"no .parquet files"}},
+		{nil, []string{"no files"}},
+		// Attacks: files outside the table's own location.
+		{[]string{outside}, []string{outside, "outside the table location " + loc}},
+		{[]string{"s3://floe/landing/"}, []string{"s3://floe/landing/", "outside the table location " + loc}},
+		{[]string{otherFile}, []string{otherFile, "outside the table location " + loc}},
+		{[]string{otherTbl.Location() + "/"}, []string{otherTbl.Location(), "outside the table location " + loc}},
+		{[]string{"s3://floe/"}, []string{"outside"}},
 	} {
 		_, err := e.svc.AddFiles(ctx, ingest.AddFilesRequest{Warehouse: wh, Table: ident("t"), Paths: tc.paths})
-		if floe.KindOf(err) != floe.Invalid || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("AddFiles(%v) = %v, want Invalid containing %q", tc.paths, err, tc.want)
+		if floe.KindOf(err) != floe.Invalid {
+			t.Errorf("AddFiles(%v) = %v, want Invalid", tc.paths, err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("AddFiles(%v) = %v, want it to contain %q", tc.paths, err, w)
+			}
 		}
 	}
 	if got := e.load(t, "t").CurrentSnapshot().SnapshotID; got != before {
@@ -171,6 +194,12 @@ func TestRegisterDelta(t *testing.T) {
 	e.put(t, "delta/dv/_delta_log/00000000000000000000.json", []byte(`{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["deletionVectors"],"writerFeatures":["deletionVectors"]}}
 {"metaData":{"id":"z","format":{"provider":"parquet","options":{}},"schemaString":"`+strings.ReplaceAll(fmt.Sprintf(deltaSchemaString, ""), `"`, `\"`)+`","partitionColumns":[],"configuration":{}}}
 `))
+	// An absolute add path outside the Delta table: another table's file.
+	foreign := must(lake.CurrentDataFiles(ctx, e.load(t, "plain")))[0].FilePath()
+	e.put(t, "delta/steal/_delta_log/00000000000000000000.json", []byte(`{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}
+{"metaData":{"id":"s","format":{"provider":"parquet","options":{}},"schemaString":"`+strings.ReplaceAll(fmt.Sprintf(deltaSchemaString, ""), `"`, `\"`)+`","partitionColumns":[],"configuration":{},"createdTime":1}}
+{"add":{"path":"`+foreign+`","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}
+`))
 	e.put(t, "delta/ckpt/_delta_log/00000000000000000010.checkpoint.parquet", []byte("x"))
 	e.put(t, "delta/ckpt/_delta_log/00000000000000000011.json", []byte("{}\n"))
 	for _, tc := range []struct {
@@ -182,6 +211,7 @@ func TestRegisterDelta(t *testing.T) {
 		{"s3://floe/delta/ckpt", floe.Unsupported, "checkpoint"},
 		{"s3://floe/delta/none", floe.Invalid, "no Delta log"},
 		{"s3://other/delta/plain", floe.Invalid, "outside the warehouse"},
+		{"s3://floe/delta/steal", floe.Invalid, "outside the table location s3://floe/delta/steal"},
 	} {
 		_, err := e.svc.RegisterDelta(ctx, ingest.DeltaRequest{Warehouse: wh, Table: ident("refused"), Location: tc.loc})
 		if floe.KindOf(err) != tc.kind || !strings.Contains(err.Error(), tc.want) {

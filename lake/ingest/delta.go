@@ -197,10 +197,18 @@ func (s *Service) RegisterDelta(ctx context.Context, req DeltaRequest) (res Resu
 }
 
 // deltaFilePath resolves the path of an add action (relative to the table
-// root and URL-encoded, or an absolute URI) and requires it in the warehouse.
+// root and URL-encoded, or an absolute URI) and requires it in the
+// warehouse and inside the table root loc.
 func deltaFilePath(root, loc, p string) (string, error) {
 	if strings.Contains(p, "://") {
-		return inside(root, p)
+		n, err := inside(root, p)
+		if err != nil {
+			return "", err
+		}
+		if !catalog.Within(loc, n) {
+			return "", catalog.OutsideError(floe.Invalid, "data file", p, loc)
+		}
+		return n, nil
 	}
 	un, err := url.PathUnescape(p)
 	if err != nil {

@@ -148,7 +148,9 @@ type planKey struct {
 }
 
 // planFiles lists the data files of a snapshot with their delete files,
-// only those that may hold rows matching filter when it is not nil.
+// only those that may hold rows matching filter when it is not nil. A
+// snapshot that references a file outside the table's location is refused
+// (Forbidden, SQLSTATE 42501).
 func (e *Engine) planFiles(ctx context.Context, tbl *table.Table, snapshot int64, filter iceberg.BooleanExpression) ([]table.FileScanTask, error) {
 	key := planKey{table: tbl.Metadata().TableUUID().String(), snapshot: snapshot}
 	opts := []table.ScanOption{table.WithSnapshotID(snapshot)}
@@ -159,12 +161,20 @@ func (e *Engine) planFiles(ctx context.Context, tbl *table.Table, snapshot int64
 	if tasks, ok := e.plans.Get(key); ok {
 		return tasks, nil
 	}
+	if err := lake.CheckSnapshot(tbl, tbl.SnapshotByID(snapshot)); err != nil {
+		return nil, err
+	}
 	tasks, err := tbl.Scan(opts...).PlanFiles(ctx)
 	if err != nil {
 		if filter != nil {
 			return nil, fmt.Errorf("plan files of %s where %s: %w", strings.Join(tbl.Identifier(), "."), filter, err)
 		}
 		return nil, fmt.Errorf("plan files of %s: %w", strings.Join(tbl.Identifier(), "."), err)
+	}
+	// The second wall: never read a file outside the table's location,
+	// whatever the metadata says (only a plan that passes is cached).
+	if err := lake.CheckTasks(tbl, tasks); err != nil {
+		return nil, err
 	}
 	tasks = lake.WholeFiles(tasks)
 	e.plans.Add(key, tasks)

@@ -176,7 +176,7 @@ func createOldTable(t *testing.T, f *testkit.Floe, ns, name string) catalog.Iden
 	const schema = `{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":true,"type":"long"}]}`
 	var updates []string
 	for i, age := range []time.Duration{240 * time.Hour, 216 * time.Hour, time.Hour} {
-		updates = append(updates, `{"action":"add-snapshot","snapshot":`+testkit.SnapshotAt(int64(i+1), int64(i), time.Now().Add(-age))+`}`)
+		updates = append(updates, `{"action":"add-snapshot","snapshot":`+testkit.SnapshotAt(testkit.EmptyList, int64(i+1), int64(i), time.Now().Add(-age))+`}`)
 	}
 	updates = append(updates, `{"action":"set-snapshot-ref","ref-name":"main","type":"branch","snapshot-id":3}`)
 	f.CreateWithUpdates(t, ns, name, schema, updates...)
