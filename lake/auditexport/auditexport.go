@@ -61,9 +61,20 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultInterval  = 10 * time.Second
-	DefaultBatchSize = 100_000
+	DefaultInterval = 10 * time.Second
+	// DefaultBatchSize is the most records one commit adds.
+	DefaultBatchSize = 10_000
+	// DefaultBatchBytes bounds the records one commit holds in memory (by
+	// their stored size); the Arrow and Parquet forms of a batch add about
+	// as much again.
+	DefaultBatchBytes = 8 << 20
+	// MaxBatchSize and MaxBatchBytes cap what Options may ask for.
+	MaxBatchSize  = 100_000
+	MaxBatchBytes = 64 << 20
 )
+
+// readPage is how many records one read from the source asks for.
+const readPage = 1000
 
 // Namespace is the namespace of system tables.
 func Namespace() catalog.Namespace { return catalog.Namespace{"system"} }
@@ -89,8 +100,13 @@ type Options struct {
 	Warehouse string
 	// Interval is the time between exports (default DefaultInterval).
 	Interval time.Duration
-	// BatchSize is the most records one commit adds (default DefaultBatchSize).
+	// BatchSize is the most records one commit adds (default
+	// DefaultBatchSize, at most MaxBatchSize).
 	BatchSize int
+	// BatchBytes bounds the stored size of the records one commit adds,
+	// and so the memory an export holds (default DefaultBatchBytes, at
+	// most MaxBatchBytes). A batch always has at least one record.
+	BatchBytes int64
 	// Leases, if set, makes nodes sharing the store take turns: a node
 	// exports only while it holds the lease LeaseName. Correctness does not
 	// depend on it (see the package documentation).
@@ -119,6 +135,7 @@ type Exporter struct {
 	wh       string
 	interval time.Duration
 	batch    int
+	bytes    int64
 	leases   maint.Leases
 	node     string
 	log      *slog.Logger
@@ -137,6 +154,11 @@ func New(src Source, cat Catalog, lk *lake.Lake, o Options) *Exporter {
 	if o.BatchSize <= 0 {
 		o.BatchSize = DefaultBatchSize
 	}
+	o.BatchSize = min(o.BatchSize, MaxBatchSize)
+	if o.BatchBytes <= 0 {
+		o.BatchBytes = DefaultBatchBytes
+	}
+	o.BatchBytes = min(o.BatchBytes, MaxBatchBytes)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -148,7 +170,7 @@ func New(src Source, cat Catalog, lk *lake.Lake, o Options) *Exporter {
 		o.Node = fmt.Sprintf("%s-%08x", host, rand.Uint32())
 	}
 	return &Exporter{src: src, cat: cat, lk: lk, wh: o.Warehouse, interval: o.Interval, batch: o.BatchSize,
-		leases: o.Leases, node: o.Node, log: o.Logger}
+		bytes: o.BatchBytes, leases: o.Leases, node: o.Node, log: o.Logger}
 }
 
 // Start exports every interval in the background until Close.
@@ -251,7 +273,7 @@ func (e *Exporter) export(ctx context.Context, between func() error) (Result, er
 			return res, err
 		}
 		res.LastSeq = last
-		recs, err := e.records(ctx, last)
+		recs, full, err := e.records(ctx, last)
 		if err != nil {
 			return res, err
 		}
@@ -277,7 +299,7 @@ func (e *Exporter) export(ctx context.Context, between func() error) (Result, er
 		res.Records += int64(len(recs))
 		res.Commits++
 		res.LastSeq = recs[len(recs)-1].Seq
-		if len(recs) < e.batch {
+		if !full {
 			return res, nil
 		}
 		if between != nil {
@@ -288,23 +310,38 @@ func (e *Exporter) export(ctx context.Context, between func() error) (Result, er
 	}
 }
 
-// records reads up to one batch of records after seq last.
-func (e *Exporter) records(ctx context.Context, last int64) ([]audit.Record, error) {
-	const page = 10_000
-	var out []audit.Record
-	for len(out) < e.batch {
-		n := min(page, e.batch-len(out))
+// records reads one batch of records after seq last: at most BatchSize
+// records and, past the first, at most BatchBytes of them. full reports
+// that the batch stopped at a bound, so more records may follow.
+func (e *Exporter) records(ctx context.Context, last int64) (recs []audit.Record, full bool, err error) {
+	var size int64
+	for len(recs) < e.batch && size < e.bytes {
+		n := min(readPage, e.batch-len(recs))
 		rs, err := e.src.AuditRecords(ctx, last, n)
 		if err != nil {
-			return nil, fmt.Errorf("audit export: read records after %d: %w", last, err)
+			return nil, false, fmt.Errorf("audit export: read records after %d: %w", last, err)
 		}
-		out = append(out, rs...)
+		for i, r := range rs {
+			if len(recs) > 0 && size+RecordSize(r) > e.bytes {
+				clear(rs[i:]) // not kept: let the strings go
+				return recs, true, nil
+			}
+			size += RecordSize(r)
+			recs = append(recs, r)
+		}
 		if len(rs) < n {
-			break
+			return recs, false, nil
 		}
 		last = rs[len(rs)-1].Seq
 	}
-	return out, nil
+	return recs, true, nil
+}
+
+// RecordSize is the size of r as the export counts it against BatchBytes:
+// its text and detail bytes plus a fixed overhead for the rest.
+func RecordSize(r audit.Record) int64 {
+	return int64(64 + len(r.RequestID) + len(r.Principal) + len(r.ClientAddr) + len(r.Action) + len(r.Resource) +
+		len(r.Outcome) + len(r.Detail) + len(r.PrevHash) + len(r.Hash))
 }
 
 // commit writes recs as data files and appends them in one snapshot that
