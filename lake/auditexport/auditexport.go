@@ -115,6 +115,51 @@ type Options struct {
 	Node string
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
+	// Compact bounds the incremental compaction that follows every
+	// background export (see Exporter.Compact); zero fields mean defaults.
+	Compact CompactOptions
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// CompactOptions bounds the incremental compaction. Zero values mean the
+// Default... constants.
+type CompactOptions struct {
+	// MinFiles is how many small files a partition needs to be compacted.
+	MinFiles int
+	// GroupFiles and GroupBytes bound the files and input bytes of one
+	// rewrite group; Groups bounds the groups of one compaction.
+	GroupFiles int
+	GroupBytes int64
+	Groups     int
+	// SmallBytes: files smaller than this are small.
+	SmallBytes int64
+	// Window: only partitions (days) within this of now are planned.
+	Window time.Duration
+}
+
+func (o CompactOptions) withDefaults() CompactOptions {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def64 := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.MinFiles, DefaultCompactMinFiles)
+	o.MinFiles = max(o.MinFiles, 2)
+	def(&o.GroupFiles, DefaultCompactGroupFiles)
+	o.GroupFiles = max(o.GroupFiles, 2)
+	def64(&o.GroupBytes, DefaultCompactGroupBytes)
+	def(&o.Groups, DefaultCompactGroups)
+	def64(&o.SmallBytes, DefaultCompactSmallBytes)
+	if o.Window <= 0 {
+		o.Window = DefaultCompactWindow
+	}
+	return o
 }
 
 // Result says what one Export did.
@@ -139,6 +184,8 @@ type Exporter struct {
 	leases   maint.Leases
 	node     string
 	log      *slog.Logger
+	copts    CompactOptions
+	now      func() time.Time
 
 	mu      sync.Mutex // serializes Export calls of this node
 	stop    context.CancelFunc
@@ -162,6 +209,9 @@ func New(src Source, cat Catalog, lk *lake.Lake, o Options) *Exporter {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	if o.Node == "" {
 		host, err := os.Hostname()
 		if err != nil || host == "" {
@@ -170,7 +220,7 @@ func New(src Source, cat Catalog, lk *lake.Lake, o Options) *Exporter {
 		o.Node = fmt.Sprintf("%s-%08x", host, rand.Uint32())
 	}
 	return &Exporter{src: src, cat: cat, lk: lk, wh: o.Warehouse, interval: o.Interval, batch: o.BatchSize,
-		bytes: o.BatchBytes, leases: o.Leases, node: o.Node, log: o.Logger}
+		bytes: o.BatchBytes, copts: o.Compact.withDefaults(), now: o.Now, leases: o.Leases, node: o.Node, log: o.Logger}
 }
 
 // Start exports every interval in the background until Close.
@@ -228,10 +278,15 @@ func (e *Exporter) leaseTTL() time.Duration {
 	return min(max(2*e.interval, 30*time.Second), 5*time.Minute)
 }
 
-// exportLeased exports while holding the lease, if there are leases.
+// exportLeased exports, then compacts the recent small files, while
+// holding the lease, if there are leases.
 func (e *Exporter) exportLeased(ctx context.Context) (Result, error) {
 	if e.leases == nil {
-		return e.Export(ctx)
+		res, err := e.Export(ctx)
+		if err == nil {
+			e.compactLogged(ctx)
+		}
+		return res, err
 	}
 	ttl := e.leaseTTL()
 	l, ok, err := e.leases.AcquireLease(ctx, LeaseName, e.node, ttl)
@@ -246,7 +301,23 @@ func (e *Exporter) exportLeased(ctx context.Context) (Result, error) {
 			e.log.DebugContext(ctx, "audit export lease was lost", "err", err)
 		}
 	}()
-	return e.export(ctx, func() error { return e.leases.RenewLease(ctx, l, ttl) })
+	res, err := e.export(ctx, func() error { return e.leases.RenewLease(ctx, l, ttl) })
+	if err == nil && e.leases.RenewLease(ctx, l, ttl) == nil {
+		e.compactLogged(ctx)
+	}
+	return res, err
+}
+
+// compactLogged runs Compact, logging what it did.
+func (e *Exporter) compactLogged(ctx context.Context) {
+	cr, err := e.Compact(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		e.log.WarnContext(ctx, "audit export compaction failed; retrying next interval", "err", err)
+	case cr.Groups > 0:
+		e.log.DebugContext(ctx, "audit export compacted", "table", Ident().String(), "groups", cr.Groups,
+			"files_before", cr.FilesBefore, "files_after", cr.FilesAfter)
+	}
 }
 
 // Export appends every record not yet in system.audit, creating the table
@@ -397,7 +468,7 @@ func (e *Exporter) commit(ctx context.Context, tbl *table.Table, recs []audit.Re
 func (e *Exporter) table(ctx context.Context) (*table.Table, error) {
 	tbl, err := e.lk.LoadTable(ctx, e.wh, Ident())
 	if err == nil {
-		return tbl, nil
+		return e.upgrade(ctx, tbl)
 	}
 	if floe.KindOf(err) != floe.NotFound {
 		return nil, fmt.Errorf("audit export: load %s: %w", Ident(), err)
@@ -428,6 +499,37 @@ func (e *Exporter) table(ctx context.Context) (*table.Table, error) {
 	return tbl, nil
 }
 
+// upgradedProperties are set on a system.audit made by an older build:
+// its own incremental compaction replaces the generic one, and its
+// snapshots expire sooner (they only ever append).
+var upgradedProperties = map[string]string{
+	maint.PropCompactionEnabled: "false",
+	table.MaxSnapshotAgeMsKey:   strconv.FormatInt(snapshotAge.Milliseconds(), 10),
+}
+
+// snapshotAge is how long system.audit keeps snapshots.
+const snapshotAge = time.Hour
+
+// upgrade sets upgradedProperties on tbl if it lacks them.
+func (e *Exporter) upgrade(ctx context.Context, tbl *table.Table) (*table.Table, error) {
+	props := tbl.Properties()
+	if props[maint.PropCompactionEnabled] == "false" {
+		return tbl, nil
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.SetProperties(upgradedProperties); err != nil {
+		return nil, fmt.Errorf("audit export: upgrade %s: %w", Ident(), err)
+	}
+	next, err := txn.Commit(ctx)
+	if err != nil {
+		// Another node may have done it; the next export tries again.
+		e.log.DebugContext(ctx, "audit export: upgrading the table properties failed", "err", err)
+		return lake.Reload(ctx, tbl)
+	}
+	e.log.InfoContext(ctx, "system.audit now compacts incrementally", "table", Ident().String())
+	return next, nil
+}
+
 // Watermark returns the seq of the last record in tbl: the WatermarkProperty
 // of the newest snapshot of main's history that carries it (another writer,
 // e.g. a compaction, may have committed after the exporter), else the
@@ -449,13 +551,30 @@ func Watermark(ctx context.Context, tbl *table.Table) (int64, error) {
 			return n, nil
 		}
 	}
-	// No snapshot of main's (remaining) history carries the watermark.
+	// No snapshot of main's (remaining) history carries the watermark (it
+	// was expired after a compaction): the largest seq by the data files'
+	// column statistics, read from the manifests only.
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("audit export: plan %s for its last seq: %w", Ident(), err)
+	}
+	var last int64
+	stats := true
+	for _, t := range tasks {
+		n, ok := upperSeq(t.File)
+		stats = stats && ok
+		last = max(last, n)
+	}
+	if stats {
+		return last, nil
+	}
+	// A file without statistics (written by another engine): read seq.
 	at, err := tbl.Scan(table.WithSelectedFields("seq")).ToArrowTable(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("audit export: scan %s for its last seq: %w", Ident(), err)
 	}
 	defer at.Release()
-	var last int64
+	last = 0
 	for _, c := range at.Column(0).Data().Chunks() {
 		for _, v := range c.(*array.Int64).Int64Values() {
 			last = max(last, v)
@@ -492,16 +611,17 @@ func Spec() *iceberg.PartitionSpec {
 }
 
 // TableProperties are set when system.audit is created: merge manifests
-// (it gets a small commit every interval), keep a bounded metadata log and
-// expire old snapshots after six hours (the rows stay: every snapshot only
-// appends).
+// (it gets a small commit every interval), keep a bounded metadata log,
+// expire old snapshots after an hour (the rows stay: every snapshot only
+// appends) and leave compaction to the export's incremental one.
 func TableProperties() map[string]string {
 	return map[string]string{
 		"comment":                     "Floe audit log, exported by Floe (read-only; see docs/audit.md)",
 		table.ManifestMergeEnabledKey: "true",
 		table.MetadataDeleteAfterCommitEnabledKey: "true",
 		table.MetadataPreviousVersionsMaxKey:      "20",
-		table.MaxSnapshotAgeMsKey:                 strconv.FormatInt((6 * time.Hour).Milliseconds(), 10),
+		table.MaxSnapshotAgeMsKey:                 strconv.FormatInt(snapshotAge.Milliseconds(), 10),
+		maint.PropCompactionEnabled:               "false",
 		table.MinSnapshotsToKeepKey:               "1",
 		table.ParquetCompressionKey:               "zstd",
 		"floe.system":                             "audit",

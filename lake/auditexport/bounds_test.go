@@ -93,7 +93,8 @@ func TestExportMemoryBounded(t *testing.T) {
 	cat := catalog.New(e.st, e.objs.FileIO(), catalog.Options{MetadataCacheEntries: 4})
 	lk := lake.New(cat, lake.NewBucketFS(e.objs), lake.Options{})
 	src := &synthetic{n: n}
-	ex := auditexport.New(src, cat, lk, auditexport.Options{Warehouse: wh})
+	ex := auditexport.New(src, cat, lk, auditexport.Options{Warehouse: wh,
+		Now: func() time.Time { return time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC) }})
 	stop := peakHeap()
 	res, err := ex.Export(t.Context())
 	peak := stop()
@@ -107,6 +108,21 @@ func TestExportMemoryBounded(t *testing.T) {
 		float64(peak)/(1<<20), bound>>20)
 	if peak > bound {
 		t.Fatalf("peak heap grew by %.1f MiB during the export, bound %d MiB", float64(peak)/(1<<20), bound>>20)
+	}
+	// The compaction of the 20 files (200,000 rows, one day) streams too.
+	stop = peakHeap()
+	cr, err := ex.Compact(t.Context())
+	peak = stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr.Groups != 1 || cr.FilesBefore != res.Commits || cr.FilesAfter != 1 {
+		t.Fatalf("compaction: %+v", cr)
+	}
+	t.Logf("compacted %d files (%.1f MiB) into %d (%.1f MiB); peak heap growth %.1f MiB (bound %d MiB)", cr.FilesBefore,
+		float64(cr.BytesBefore)/(1<<20), cr.FilesAfter, float64(cr.BytesAfter)/(1<<20), float64(peak)/(1<<20), bound>>20)
+	if peak > bound {
+		t.Fatalf("peak heap grew by %.1f MiB during the compaction, bound %d MiB", float64(peak)/(1<<20), bound>>20)
 	}
 }
 
