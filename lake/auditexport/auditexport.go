@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -500,12 +501,36 @@ func (e *Exporter) table(ctx context.Context) (*table.Table, error) {
 }
 
 // upgradedProperties are set on a system.audit made by an older build:
-// its own incremental compaction replaces the generic one, and its
-// snapshots expire sooner (they only ever append).
-var upgradedProperties = map[string]string{
-	maint.PropCompactionEnabled: "false",
-	table.MaxSnapshotAgeMsKey:   strconv.FormatInt(snapshotAge.Milliseconds(), 10),
+// its own incremental compaction replaces the generic one, its snapshots
+// expire sooner (they only ever append) and its files are written with
+// less CPU (writeProperties).
+var upgradedProperties = func() map[string]string {
+	m := map[string]string{
+		maint.PropCompactionEnabled: "false",
+		table.MaxSnapshotAgeMsKey:   strconv.FormatInt(snapshotAge.Milliseconds(), 10),
+	}
+	maps.Copy(m, writeProperties)
+	return m
+}()
+
+// writeProperties make the export's Parquet writing cheap, as it competes
+// with the requests it audits for CPU: the fastest zstd level, and no
+// dictionary for the columns whose values rarely repeat (a dictionary
+// would be built, then abandoned, for every page).
+var writeProperties = map[string]string{
+	table.ParquetCompressionKey:      "zstd",
+	table.ParquetCompressionLevelKey: "1",
+	dictColumn("seq"):                "false",
+	dictColumn("time"):               "false",
+	dictColumn("request_id"):         "false",
+	dictColumn("detail"):             "false",
+	dictColumn("prev_hash"):          "false",
+	dictColumn("hash"):               "false",
 }
+
+// dictColumn is the property that turns Parquet dictionary encoding on or
+// off for one column.
+func dictColumn(name string) string { return "write.parquet.dict-encoding-enabled.column." + name }
 
 // snapshotAge is how long system.audit keeps snapshots.
 const snapshotAge = time.Hour
@@ -513,7 +538,11 @@ const snapshotAge = time.Hour
 // upgrade sets upgradedProperties on tbl if it lacks them.
 func (e *Exporter) upgrade(ctx context.Context, tbl *table.Table) (*table.Table, error) {
 	props := tbl.Properties()
-	if props[maint.PropCompactionEnabled] == "false" {
+	current := true
+	for k, v := range upgradedProperties {
+		current = current && props[k] == v
+	}
+	if current {
 		return tbl, nil
 	}
 	txn := tbl.NewTransaction()
@@ -615,7 +644,7 @@ func Spec() *iceberg.PartitionSpec {
 // expire old snapshots after an hour (the rows stay: every snapshot only
 // appends) and leave compaction to the export's incremental one.
 func TableProperties() map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		"comment":                     "Floe audit log, exported by Floe (read-only; see docs/audit.md)",
 		table.ManifestMergeEnabledKey: "true",
 		table.MetadataDeleteAfterCommitEnabledKey: "true",
@@ -623,9 +652,10 @@ func TableProperties() map[string]string {
 		table.MaxSnapshotAgeMsKey:                 strconv.FormatInt(snapshotAge.Milliseconds(), 10),
 		maint.PropCompactionEnabled:               "false",
 		table.MinSnapshotsToKeepKey:               "1",
-		table.ParquetCompressionKey:               "zstd",
 		"floe.system":                             "audit",
 	}
+	maps.Copy(m, writeProperties)
+	return m
 }
 
 // toArrow builds one record batch of recs in the Arrow form of sc (the
