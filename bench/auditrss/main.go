@@ -161,9 +161,43 @@ func run(bin string, export, dur time.Duration, conns int) error {
 		time.Sleep(export + 5*time.Second)
 	}
 	hwm, rss := status(cmd.Process.Pid)
-	fmt.Printf("bin=%s export=%s loads=%d failures=%d loads/s=%.0f peak_rss_mib=%.0f rss_mib=%.0f\n", bin, export,
-		loads.Load(), failures.Load(), float64(loads.Load())/elapsed.Seconds(), hwm/1024, rss/1024)
+	exported := ""
+	if export > 0 {
+		exported = lastSeq(hc, base, tok.AccessToken)
+	}
+	fmt.Printf("bin=%s export=%s loads=%d failures=%d loads/s=%.0f peak_rss_mib=%.0f rss_mib=%.0f exported_to_seq=%s\n", bin, export,
+		loads.Load(), failures.Load(), float64(loads.Load())/elapsed.Seconds(), hwm/1024, rss/1024, exported)
 	return nil
+}
+
+// lastSeq returns the watermark of system.audit's current snapshot, or why not.
+func lastSeq(hc *http.Client, base, tok string) string {
+	req, _ := http.NewRequest("GET", base+"/v1/floe/namespaces/system/tables/audit", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	r, err := hc.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer r.Body.Close()
+	var lt struct {
+		Metadata struct {
+			Current   *int64 `json:"current-snapshot-id"`
+			Snapshots []struct {
+				ID      int64             `json:"snapshot-id"`
+				Summary map[string]string `json:"summary"`
+			} `json:"snapshots"`
+		} `json:"metadata"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&lt); err != nil || lt.Metadata.Current == nil {
+		return fmt.Sprintf("none(%d)", r.StatusCode)
+	}
+	best := ""
+	for _, s := range lt.Metadata.Snapshots {
+		if v, ok := s.Summary["floe.audit.last-seq"]; ok {
+			best = v // snapshots are in commit order
+		}
+	}
+	return best
 }
 
 // status returns VmHWM and VmRSS of pid in KiB.
