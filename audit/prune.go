@@ -70,6 +70,9 @@ func (l *Log) PruneBatch(ctx context.Context, before time.Time, batch int) (Prun
 	for n < len(rs) && rs[n].Time.Before(before) {
 		r := rs[n]
 		if r.Seq != seq+1 || r.PrevHash != hash {
+			if err := l.moved(ctx, cs, pc.Seq); err != nil {
+				return res, err
+			}
 			return res, fmt.Errorf("audit: prune: %w: record %d does not link to record %d", ErrTampered, r.Seq, seq)
 		}
 		if h, err := hashRecord(r); err != nil || h != r.Hash {
@@ -95,6 +98,20 @@ func (l *Log) PruneBatch(ctx context.Context, before time.Time, batch int) (Prun
 	}
 	res.Pruned, res.Checkpoint, res.More = deleted, cp, n == batch
 	return res, nil
+}
+
+// moved returns a Conflict if the newest checkpoint is no longer at seq:
+// another node pruned while this one read, so a gap after seq is its
+// work, not tampering.
+func (l *Log) moved(ctx context.Context, cs Checkpoints, seq int64) error {
+	now, has, err := cs.AuditCheckpoint(ctx)
+	if err != nil {
+		return fmt.Errorf("audit: prune: %w", err)
+	}
+	if has && now.Seq != seq {
+		return floe.E(floe.Conflict, "audit", "the audit log was pruned to record %d meanwhile, not %d", now.Seq, seq)
+	}
+	return nil
 }
 
 // resign stores checkpoint c again, signed with the signer's current key,
