@@ -64,11 +64,11 @@ const (
 const (
 	DefaultInterval = 10 * time.Second
 	// DefaultBatchSize is the most records one commit adds.
-	DefaultBatchSize = 10_000
+	DefaultBatchSize = 50_000
 	// DefaultBatchBytes bounds the records one commit holds in memory (by
 	// their stored size); the Arrow and Parquet forms of a batch add about
 	// as much again.
-	DefaultBatchBytes = 8 << 20
+	DefaultBatchBytes = 16 << 20
 	// MaxBatchSize and MaxBatchBytes cap what Options may ask for.
 	MaxBatchSize  = 100_000
 	MaxBatchBytes = 64 << 20
@@ -533,7 +533,7 @@ var writeProperties = map[string]string{
 func dictColumn(name string) string { return "write.parquet.dict-encoding-enabled.column." + name }
 
 // snapshotAge is how long system.audit keeps snapshots.
-const snapshotAge = time.Hour
+const snapshotAge = 15 * time.Minute
 
 // upgrade sets upgradedProperties on tbl if it lacks them.
 func (e *Exporter) upgrade(ctx context.Context, tbl *table.Table) (*table.Table, error) {

@@ -94,7 +94,8 @@ func TestExportMemoryBounded(t *testing.T) {
 	lk := lake.New(cat, lake.NewBucketFS(e.objs), lake.Options{})
 	src := &synthetic{n: n}
 	ex := auditexport.New(src, cat, lk, auditexport.Options{Warehouse: wh,
-		Now: func() time.Time { return time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC) }})
+		Now:     func() time.Time { return time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC) },
+		Compact: auditexport.CompactOptions{MinFiles: 4}})
 	stop := peakHeap()
 	res, err := ex.Export(t.Context())
 	peak := stop()
@@ -109,7 +110,7 @@ func TestExportMemoryBounded(t *testing.T) {
 	if peak > bound {
 		t.Fatalf("peak heap grew by %.1f MiB during the export, bound %d MiB", float64(peak)/(1<<20), bound>>20)
 	}
-	// The compaction of the 20 files (200,000 rows, one day) streams too.
+	// The compaction of the files (200,000 rows, one day) streams too.
 	stop = peakHeap()
 	cr, err := ex.Compact(t.Context())
 	peak = stop()

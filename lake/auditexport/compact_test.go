@@ -159,7 +159,7 @@ func TestTablePropertiesTurnOffGenericCompaction(t *testing.T) {
 	}
 	rows, tbl := e.exported(t)
 	wantSeqs(t, rows, 4)
-	if p := tbl.Properties(); p[maint.PropCompactionEnabled] != "false" || p[table.MaxSnapshotAgeMsKey] != "3600000" {
+	if p := tbl.Properties(); p[maint.PropCompactionEnabled] != "false" || p[table.MaxSnapshotAgeMsKey] != "900000" {
 		t.Fatalf("properties after upgrade: %v", p)
 	}
 }
