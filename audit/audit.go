@@ -87,13 +87,17 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives a line for every failed append.
 	Logger *slog.Logger
+	// Signer signs the checkpoints pruning writes and verifies them. A Log
+	// without one cannot prune, nor verify a pruned log.
+	Signer Signer
 }
 
 // Log appends to and verifies the chain in a Store.
 type Log struct {
-	store Store
-	now   func() time.Time
-	log   *slog.Logger
+	store  Store
+	now    func() time.Time
+	log    *slog.Logger
+	signer Signer
 }
 
 // New returns a Log over store.
@@ -104,7 +108,7 @@ func New(store Store, opts Options) *Log {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Log{store: store, now: opts.Now, log: opts.Logger}
+	return &Log{store: store, now: opts.Now, log: opts.Logger, signer: opts.Signer}
 }
 
 // Append records e at the end of the chain and returns the stored record.
@@ -187,39 +191,113 @@ var ErrTampered = errors.New("audit log tampered")
 // verifyPage is how many records Verify reads at a time.
 const verifyPage = 1000
 
-// Verify walks the whole chain and reports the first record that was
-// modified, deleted or inserted out of order, wrapping ErrTampered.
+// Verify walks the chain and reports the first record that was modified,
+// deleted or inserted out of order, wrapping ErrTampered. See VerifyChain.
 func (l *Log) Verify(ctx context.Context) error {
+	_, err := l.VerifyChain(ctx)
+	return err
+}
+
+// VerifyResult says what VerifyChain checked.
+type VerifyResult struct {
+	// Records is how many stored records were checked.
+	Records int64
+	// First and Last are the seqs of the first and last record checked
+	// (0 when none is stored).
+	First, Last int64
+	// Head is the hash of the last record.
+	Head string
+	// Checkpoint is the newest checkpoint the walk started from, nil when
+	// the log was never pruned.
+	Checkpoint *Checkpoint
+}
+
+// verifyAttempts bounds how often VerifyChain starts again because a
+// concurrent prune moved the checkpoint while it walked.
+const verifyAttempts = 3
+
+// VerifyChain walks the chain and reports the first record that was
+// modified, deleted or inserted out of order, wrapping ErrTampered. When
+// the log was pruned, the walk starts from the newest checkpoint: its
+// signature must verify and the first kept record must link to it.
+func (l *Log) VerifyChain(ctx context.Context) (VerifyResult, error) {
+	for attempt := 1; ; attempt++ {
+		res, sc, err := l.verify(ctx)
+		if err == nil || !errors.Is(err, ErrTampered) || attempt >= verifyAttempts {
+			return res, err
+		}
+		// A prune may have cut the chain while the walk ran: then the
+		// checkpoint moved, and the walk starts again from it.
+		cs, ok := l.store.(Checkpoints)
+		if !ok {
+			return res, err
+		}
+		now, has, cerr := cs.AuditCheckpoint(ctx)
+		if cerr != nil || !has || now.Seq == sc.Seq {
+			return res, err
+		}
+	}
+}
+
+// verify is one walk of VerifyChain; it returns the checkpoint it started
+// from (zero when none).
+func (l *Log) verify(ctx context.Context) (VerifyResult, SignedCheckpoint, error) {
+	var res VerifyResult
 	// The head is read first: an append writes its record and the head in one
 	// transaction, so every record up to this head exists for the walk below,
 	// and records appended while the walk runs are checked too, not taken for
 	// tampering.
 	hs, hh, err := l.store.AuditHead(ctx)
 	if err != nil {
-		return fmt.Errorf("audit: verify: %w", err)
+		return res, SignedCheckpoint{}, fmt.Errorf("audit: verify: %w", err)
 	}
 	var seq int64
 	prev, atHead := "", ""
+	var sc SignedCheckpoint
+	if cs, ok := l.store.(Checkpoints); ok {
+		var has bool
+		if sc, has, err = cs.AuditCheckpoint(ctx); err != nil {
+			return res, sc, fmt.Errorf("audit: verify: %w", err)
+		}
+		if has {
+			c, err := open(ctx, l.signer, sc)
+			if err != nil {
+				return res, sc, err
+			}
+			res.Checkpoint = &c
+			seq, prev = c.Seq, c.Hash
+			if seq == hs {
+				atHead = prev
+			}
+		}
+	}
 	for {
 		rs, err := l.store.AuditRecords(ctx, seq, verifyPage)
 		if err != nil {
-			return fmt.Errorf("audit: verify: %w", err)
+			return res, sc, fmt.Errorf("audit: verify: %w", err)
 		}
 		for _, r := range rs {
 			switch {
 			case r.Seq != seq+1:
-				return fmt.Errorf("%w: record %d is missing (next is %d)", ErrTampered, seq+1, r.Seq)
+				return res, sc, fmt.Errorf("%w: record %d is missing (next is %d)", ErrTampered, seq+1, r.Seq)
+			case r.PrevHash != prev && res.Records == 0 && res.Checkpoint != nil:
+				return res, sc, fmt.Errorf("%w: record %d does not link to the checkpoint (record %d)", ErrTampered, r.Seq, seq)
 			case r.PrevHash != prev:
-				return fmt.Errorf("%w: record %d does not link to record %d", ErrTampered, r.Seq, seq)
+				return res, sc, fmt.Errorf("%w: record %d does not link to record %d", ErrTampered, r.Seq, seq)
 			}
 			h, err := hashRecord(r)
 			if err != nil {
-				return fmt.Errorf("%w: record %d: %w", ErrTampered, r.Seq, err)
+				return res, sc, fmt.Errorf("%w: record %d: %w", ErrTampered, r.Seq, err)
 			}
 			if h != r.Hash {
-				return fmt.Errorf("%w: record %d was modified", ErrTampered, r.Seq)
+				return res, sc, fmt.Errorf("%w: record %d was modified", ErrTampered, r.Seq)
 			}
+			if res.Records == 0 {
+				res.First = r.Seq
+			}
+			res.Records++
 			seq, prev = r.Seq, r.Hash
+			res.Last = seq
 			if seq == hs {
 				atHead = h
 			}
@@ -229,9 +307,10 @@ func (l *Log) Verify(ctx context.Context) error {
 		}
 	}
 	if seq < hs || atHead != hh {
-		return fmt.Errorf("%w: the log ends at record %d but %d records were appended", ErrTampered, seq, hs)
+		return res, sc, fmt.Errorf("%w: the log ends at record %d but %d records were appended", ErrTampered, seq, hs)
 	}
-	return nil
+	res.Head = prev
+	return res, sc, nil
 }
 
 // canonical is the hashed form of a record's fields: fixed field order and

@@ -49,6 +49,8 @@ type App struct {
 	maintainer *maint.Maintainer
 	// auditExport appends the audit log to system.audit (nil when off; see auditexport.go).
 	auditExport *auditExporter
+	// auditPrune deletes audit records older than the retention (nil when off; see auditprune.go).
+	auditPrune *auditPruner
 	// sql is the SQL endpoint (nil when off; see sql.go).
 	sql *sqlEndpoint
 	// ingest loads data into tables for the management API (see ingest.go).
@@ -97,7 +99,16 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 
 func (a *App) init(ctx context.Context) error {
 	cfg := a.cfg
-	a.audit = audit.New(a.store, audit.Options{Logger: a.log})
+	issuer := cfg.PublicURL
+	if issuer == "" {
+		issuer = "http://" + cfg.Listen // made exact in Start
+	}
+	a.auth = auth.New(a.store, auth.Options{Issuer: issuer, TokenTTL: cfg.TokenTTL, Logger: a.log, TrustedIssuers: cfg.TrustedIssuers})
+	if err := a.auth.Init(ctx); err != nil {
+		return err
+	}
+	// Audit checkpoints (retention) are signed with the token-signing key.
+	a.audit = audit.New(a.store, audit.Options{Logger: a.log, Signer: a.auth})
 	a.events = audit.NewAsync(a.audit, audit.AsyncOptions{Logger: a.log})
 	io, err := a.openStorage(ctx)
 	if err != nil {
@@ -108,14 +119,6 @@ func (a *App) init(ctx context.Context) error {
 	}
 	a.cat = catalog.New(a.store, io, catalog.Options{Logger: a.log})
 	a.authz = authz.New(a.store, authz.Options{Logger: a.log})
-	issuer := cfg.PublicURL
-	if issuer == "" {
-		issuer = "http://" + cfg.Listen // made exact in Start
-	}
-	a.auth = auth.New(a.store, auth.Options{Issuer: issuer, TokenTTL: cfg.TokenTTL, Logger: a.log, TrustedIssuers: cfg.TrustedIssuers})
-	if err := a.auth.Init(ctx); err != nil {
-		return err
-	}
 	a.oauth = oauth.New(a.auth, oauth.Options{Logger: a.log, Audit: a.audit, FailuresPerMinute: cfg.AuthFailuresPerMinute})
 	if err := a.bootstrap(ctx); err != nil {
 		return err
@@ -253,6 +256,7 @@ func (a *App) Start() error {
 		a.maint.Start(context.Background())
 	}
 	a.startAuditExport()
+	a.startAuditPrune()
 	return nil
 }
 
@@ -281,7 +285,7 @@ func (a *App) AdminToken(ctx context.Context) (string, error) {
 // releases), stops serving and closes the store.
 func (a *App) Close(ctx context.Context) error {
 	var errs []error
-	errs = append(errs, a.stopAuditExport())
+	errs = append(errs, a.stopAuditExport(), a.stopAuditPrune())
 	if a.maint != nil {
 		errs = append(errs, a.maint.Close())
 	}

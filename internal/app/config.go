@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/internal/netlimit"
 	"github.com/floe-lake/floe/maint"
@@ -132,6 +133,18 @@ type Config struct {
 	// FLOE_AUDIT_EXPORT_INTERVAL, default 10s; 0 turns the export off).
 	// Nodes sharing a store take turns; each record is exported once.
 	AuditExportInterval time.Duration `yaml:"audit_export_interval"`
+	// AuditRetention is how long audit records stay in the metadata store
+	// (env FLOE_AUDIT_RETENTION, default 720h = 30 days; 0 keeps them
+	// forever). Older records are pruned in the background behind a signed
+	// checkpoint that keeps the hash chain verifiable (docs/audit.md).
+	AuditRetention time.Duration `yaml:"audit_retention"`
+	// AuditPruneInterval is how often a node looks for audit records older
+	// than the retention (env FLOE_AUDIT_PRUNE_INTERVAL, default 1m); nodes
+	// sharing a store take turns through a lease.
+	AuditPruneInterval time.Duration `yaml:"audit_prune_interval"`
+	// AuditPruneBatch is the most records one prune transaction deletes
+	// (env FLOE_AUDIT_PRUNE_BATCH, default 5000, at most 100000).
+	AuditPruneBatch int `yaml:"audit_prune_batch"`
 	// StreamFlushInterval and StreamFlushRows say when rows sent to the
 	// micro-batch endpoint .../stream are committed: every interval, or as
 	// soon as a table has that many buffered (defaults 5s and 100000).
@@ -241,6 +254,9 @@ func Defaults() Config {
 		SnapshotRetention:   maint.DefaultMaxSnapshotAge,
 
 		AuditExportInterval: 10 * time.Second,
+		AuditRetention:      30 * 24 * time.Hour,
+		AuditPruneInterval:  time.Minute,
+		AuditPruneBatch:     audit.DefaultPruneBatch,
 
 		SQLListen:      "127.0.0.1:5433",
 		SQLMemoryLimit: "2GB",
@@ -332,6 +348,13 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		}
 		c.SQLThreads = n
 	}
+	if v := getenv("FLOE_AUDIT_PRUNE_BATCH"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("FLOE_AUDIT_PRUNE_BATCH: %w", err)
+		}
+		c.AuditPruneBatch = n
+	}
 	if v := getenv("FLOE_AUTH_FAILURES_PER_MINUTE"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -350,7 +373,8 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		"FLOE_MAINTENANCE_LEASE_TTL": &c.MaintenanceLeaseTTL, "FLOE_SNAPSHOT_RETENTION": &c.SnapshotRetention,
 		"FLOE_CREDENTIAL_TTL": &c.CredentialTTL, "FLOE_AUDIT_EXPORT_INTERVAL": &c.AuditExportInterval,
 		"FLOE_HTTP_HEADER_TIMEOUT": &c.HTTP.HeaderTimeout, "FLOE_HTTP_BODY_TIMEOUT": &c.HTTP.BodyTimeout,
-		"FLOE_HTTP_IDLE_TIMEOUT": &c.HTTP.IdleTimeout} {
+		"FLOE_HTTP_IDLE_TIMEOUT": &c.HTTP.IdleTimeout,
+		"FLOE_AUDIT_RETENTION": &c.AuditRetention, "FLOE_AUDIT_PRUNE_INTERVAL": &c.AuditPruneInterval} {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -410,6 +434,12 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("credential_ttl %s: must be between 15m and 12h", c.CredentialTTL)
 	case c.SnapshotRetention <= 0:
 		return fmt.Errorf("snapshot_retention %s: must be positive", c.SnapshotRetention)
+	case c.AuditRetention < 0:
+		return fmt.Errorf("audit_retention %s: must be 0 (keep forever) or positive", c.AuditRetention)
+	case c.AuditRetention > 0 && c.AuditPruneInterval < 100*time.Millisecond:
+		return fmt.Errorf("audit_prune_interval %s: must be at least 100ms", c.AuditPruneInterval)
+	case c.AuditPruneBatch < 1 || c.AuditPruneBatch > audit.MaxPruneBatch:
+		return fmt.Errorf("audit_prune_batch %d: must be between 1 and %d", c.AuditPruneBatch, audit.MaxPruneBatch)
 	case c.AuditExportInterval != 0 && c.AuditExportInterval < 100*time.Millisecond:
 		return fmt.Errorf("audit_export_interval %s: must be 0 (off) or at least 100ms", c.AuditExportInterval)
 	case (c.SQLTLSCert == "") != (c.SQLTLSKey == ""):

@@ -89,7 +89,8 @@ func auditCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comma
 			return err
 		}
 		defer a.Close(context.Background())
-		if err := a.Audit().Verify(c.Context()); err != nil {
+		res, err := a.Audit().VerifyChain(c.Context())
+		if err != nil {
 			return err
 		}
 		seq, hash, err := a.Store().AuditHead(c.Context())
@@ -97,6 +98,10 @@ func auditCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comma
 			return err
 		}
 		fmt.Fprintf(stdout, "audit log intact: %d records, head %s\n", seq, hash)
+		if cp := res.Checkpoint; cp != nil {
+			fmt.Fprintf(stdout, "pruned: %d records (1..%d) before the checkpoint of %s, signature valid; %d records kept (%d..%d)\n",
+				cp.Pruned, cp.Seq, cp.Time.UTC().Format(time.RFC3339), res.Records, res.First, res.Last)
+		}
 		return nil
 	}
 	tail := &cobra.Command{Use: "tail", Args: cobra.NoArgs, Short: "Print the newest audit records"}

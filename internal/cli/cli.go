@@ -115,6 +115,9 @@ credential once.`,
 	publicURL := cmd.Flags().String("public-url", "", "URL clients reach this server at; the OAuth issuer (env FLOE_PUBLIC_URL; default http://<listen>)")
 	auditEvery := cmd.Flags().Duration("audit-export-interval", app.Defaults().AuditExportInterval, "how often the audit log is appended to the Iceberg table system.audit; 0 = off (env FLOE_AUDIT_EXPORT_INTERVAL)")
 	httpLimits := httpLimitFlags(cmd.Flags())
+	auditKeep := cmd.Flags().Duration("audit-retention", app.Defaults().AuditRetention, "how long audit records stay in the store; older ones are pruned behind a signed checkpoint; 0 = forever (env FLOE_AUDIT_RETENTION)")
+	auditPruneEvery := cmd.Flags().Duration("audit-prune-interval", app.Defaults().AuditPruneInterval, "how often expired audit records are pruned (env FLOE_AUDIT_PRUNE_INTERVAL)")
+	auditPruneBatch := cmd.Flags().Int("audit-prune-batch", app.Defaults().AuditPruneBatch, "most audit records one prune transaction deletes (env FLOE_AUDIT_PRUNE_BATCH)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := load()
 		if err != nil {
@@ -153,6 +156,15 @@ credential once.`,
 		}
 		if cmd.Flags().Changed("audit-export-interval") {
 			cfg.AuditExportInterval = *auditEvery
+		}
+		if cmd.Flags().Changed("audit-retention") {
+			cfg.AuditRetention = *auditKeep
+		}
+		if cmd.Flags().Changed("audit-prune-interval") {
+			cfg.AuditPruneInterval = *auditPruneEvery
+		}
+		if cmd.Flags().Changed("audit-prune-batch") {
+			cfg.AuditPruneBatch = *auditPruneBatch
 		}
 		log, err := newLogger(cfg, stderr)
 		if err != nil {

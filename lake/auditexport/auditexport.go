@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -61,9 +62,20 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultInterval  = 10 * time.Second
-	DefaultBatchSize = 100_000
+	DefaultInterval = 10 * time.Second
+	// DefaultBatchSize is the most records one commit adds.
+	DefaultBatchSize = 50_000
+	// DefaultBatchBytes bounds the records one commit holds in memory (by
+	// their stored size); the Arrow and Parquet forms of a batch add about
+	// as much again.
+	DefaultBatchBytes = 16 << 20
+	// MaxBatchSize and MaxBatchBytes cap what Options may ask for.
+	MaxBatchSize  = 100_000
+	MaxBatchBytes = 64 << 20
 )
+
+// readPage is how many records one read from the source asks for.
+const readPage = 1000
 
 // Namespace is the namespace of system tables.
 func Namespace() catalog.Namespace { return catalog.Namespace{"system"} }
@@ -89,8 +101,13 @@ type Options struct {
 	Warehouse string
 	// Interval is the time between exports (default DefaultInterval).
 	Interval time.Duration
-	// BatchSize is the most records one commit adds (default DefaultBatchSize).
+	// BatchSize is the most records one commit adds (default
+	// DefaultBatchSize, at most MaxBatchSize).
 	BatchSize int
+	// BatchBytes bounds the stored size of the records one commit adds,
+	// and so the memory an export holds (default DefaultBatchBytes, at
+	// most MaxBatchBytes). A batch always has at least one record.
+	BatchBytes int64
 	// Leases, if set, makes nodes sharing the store take turns: a node
 	// exports only while it holds the lease LeaseName. Correctness does not
 	// depend on it (see the package documentation).
@@ -99,6 +116,51 @@ type Options struct {
 	Node string
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
+	// Compact bounds the incremental compaction that follows every
+	// background export (see Exporter.Compact); zero fields mean defaults.
+	Compact CompactOptions
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// CompactOptions bounds the incremental compaction. Zero values mean the
+// Default... constants.
+type CompactOptions struct {
+	// MinFiles is how many small files a partition needs to be compacted.
+	MinFiles int
+	// GroupFiles and GroupBytes bound the files and input bytes of one
+	// rewrite group; Groups bounds the groups of one compaction.
+	GroupFiles int
+	GroupBytes int64
+	Groups     int
+	// SmallBytes: files smaller than this are small.
+	SmallBytes int64
+	// Window: only partitions (days) within this of now are planned.
+	Window time.Duration
+}
+
+func (o CompactOptions) withDefaults() CompactOptions {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def64 := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.MinFiles, DefaultCompactMinFiles)
+	o.MinFiles = max(o.MinFiles, 2)
+	def(&o.GroupFiles, DefaultCompactGroupFiles)
+	o.GroupFiles = max(o.GroupFiles, 2)
+	def64(&o.GroupBytes, DefaultCompactGroupBytes)
+	def(&o.Groups, DefaultCompactGroups)
+	def64(&o.SmallBytes, DefaultCompactSmallBytes)
+	if o.Window <= 0 {
+		o.Window = DefaultCompactWindow
+	}
+	return o
 }
 
 // Result says what one Export did.
@@ -119,9 +181,12 @@ type Exporter struct {
 	wh       string
 	interval time.Duration
 	batch    int
+	bytes    int64
 	leases   maint.Leases
 	node     string
 	log      *slog.Logger
+	copts    CompactOptions
+	now      func() time.Time
 
 	mu      sync.Mutex // serializes Export calls of this node
 	stop    context.CancelFunc
@@ -137,8 +202,16 @@ func New(src Source, cat Catalog, lk *lake.Lake, o Options) *Exporter {
 	if o.BatchSize <= 0 {
 		o.BatchSize = DefaultBatchSize
 	}
+	o.BatchSize = min(o.BatchSize, MaxBatchSize)
+	if o.BatchBytes <= 0 {
+		o.BatchBytes = DefaultBatchBytes
+	}
+	o.BatchBytes = min(o.BatchBytes, MaxBatchBytes)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.Node == "" {
 		host, err := os.Hostname()
@@ -148,7 +221,7 @@ func New(src Source, cat Catalog, lk *lake.Lake, o Options) *Exporter {
 		o.Node = fmt.Sprintf("%s-%08x", host, rand.Uint32())
 	}
 	return &Exporter{src: src, cat: cat, lk: lk, wh: o.Warehouse, interval: o.Interval, batch: o.BatchSize,
-		leases: o.Leases, node: o.Node, log: o.Logger}
+		bytes: o.BatchBytes, copts: o.Compact.withDefaults(), now: o.Now, leases: o.Leases, node: o.Node, log: o.Logger}
 }
 
 // Start exports every interval in the background until Close.
@@ -206,10 +279,15 @@ func (e *Exporter) leaseTTL() time.Duration {
 	return min(max(2*e.interval, 30*time.Second), 5*time.Minute)
 }
 
-// exportLeased exports while holding the lease, if there are leases.
+// exportLeased exports, then compacts the recent small files, while
+// holding the lease, if there are leases.
 func (e *Exporter) exportLeased(ctx context.Context) (Result, error) {
 	if e.leases == nil {
-		return e.Export(ctx)
+		res, err := e.Export(ctx)
+		if err == nil {
+			e.compactLogged(ctx)
+		}
+		return res, err
 	}
 	ttl := e.leaseTTL()
 	l, ok, err := e.leases.AcquireLease(ctx, LeaseName, e.node, ttl)
@@ -224,7 +302,23 @@ func (e *Exporter) exportLeased(ctx context.Context) (Result, error) {
 			e.log.DebugContext(ctx, "audit export lease was lost", "err", err)
 		}
 	}()
-	return e.export(ctx, func() error { return e.leases.RenewLease(ctx, l, ttl) })
+	res, err := e.export(ctx, func() error { return e.leases.RenewLease(ctx, l, ttl) })
+	if err == nil && e.leases.RenewLease(ctx, l, ttl) == nil {
+		e.compactLogged(ctx)
+	}
+	return res, err
+}
+
+// compactLogged runs Compact, logging what it did.
+func (e *Exporter) compactLogged(ctx context.Context) {
+	cr, err := e.Compact(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		e.log.WarnContext(ctx, "audit export compaction failed; retrying next interval", "err", err)
+	case cr.Groups > 0:
+		e.log.DebugContext(ctx, "audit export compacted", "table", Ident().String(), "groups", cr.Groups,
+			"files_before", cr.FilesBefore, "files_after", cr.FilesAfter)
+	}
 }
 
 // Export appends every record not yet in system.audit, creating the table
@@ -251,7 +345,7 @@ func (e *Exporter) export(ctx context.Context, between func() error) (Result, er
 			return res, err
 		}
 		res.LastSeq = last
-		recs, err := e.records(ctx, last)
+		recs, full, err := e.records(ctx, last)
 		if err != nil {
 			return res, err
 		}
@@ -277,7 +371,7 @@ func (e *Exporter) export(ctx context.Context, between func() error) (Result, er
 		res.Records += int64(len(recs))
 		res.Commits++
 		res.LastSeq = recs[len(recs)-1].Seq
-		if len(recs) < e.batch {
+		if !full {
 			return res, nil
 		}
 		if between != nil {
@@ -288,23 +382,38 @@ func (e *Exporter) export(ctx context.Context, between func() error) (Result, er
 	}
 }
 
-// records reads up to one batch of records after seq last.
-func (e *Exporter) records(ctx context.Context, last int64) ([]audit.Record, error) {
-	const page = 10_000
-	var out []audit.Record
-	for len(out) < e.batch {
-		n := min(page, e.batch-len(out))
+// records reads one batch of records after seq last: at most BatchSize
+// records and, past the first, at most BatchBytes of them. full reports
+// that the batch stopped at a bound, so more records may follow.
+func (e *Exporter) records(ctx context.Context, last int64) (recs []audit.Record, full bool, err error) {
+	var size int64
+	for len(recs) < e.batch && size < e.bytes {
+		n := min(readPage, e.batch-len(recs))
 		rs, err := e.src.AuditRecords(ctx, last, n)
 		if err != nil {
-			return nil, fmt.Errorf("audit export: read records after %d: %w", last, err)
+			return nil, false, fmt.Errorf("audit export: read records after %d: %w", last, err)
 		}
-		out = append(out, rs...)
+		for i, r := range rs {
+			if len(recs) > 0 && size+RecordSize(r) > e.bytes {
+				clear(rs[i:]) // not kept: let the strings go
+				return recs, true, nil
+			}
+			size += RecordSize(r)
+			recs = append(recs, r)
+		}
 		if len(rs) < n {
-			break
+			return recs, false, nil
 		}
 		last = rs[len(rs)-1].Seq
 	}
-	return out, nil
+	return recs, true, nil
+}
+
+// RecordSize is the size of r as the export counts it against BatchBytes:
+// its text and detail bytes plus a fixed overhead for the rest.
+func RecordSize(r audit.Record) int64 {
+	return int64(64 + len(r.RequestID) + len(r.Principal) + len(r.ClientAddr) + len(r.Action) + len(r.Resource) +
+		len(r.Outcome) + len(r.Detail) + len(r.PrevHash) + len(r.Hash))
 }
 
 // commit writes recs as data files and appends them in one snapshot that
@@ -360,7 +469,7 @@ func (e *Exporter) commit(ctx context.Context, tbl *table.Table, recs []audit.Re
 func (e *Exporter) table(ctx context.Context) (*table.Table, error) {
 	tbl, err := e.lk.LoadTable(ctx, e.wh, Ident())
 	if err == nil {
-		return tbl, nil
+		return e.upgrade(ctx, tbl)
 	}
 	if floe.KindOf(err) != floe.NotFound {
 		return nil, fmt.Errorf("audit export: load %s: %w", Ident(), err)
@@ -391,6 +500,65 @@ func (e *Exporter) table(ctx context.Context) (*table.Table, error) {
 	return tbl, nil
 }
 
+// upgradedProperties are set on a system.audit made by an older build:
+// its own incremental compaction replaces the generic one, its snapshots
+// expire sooner (they only ever append) and its files are written with
+// less CPU (writeProperties).
+var upgradedProperties = func() map[string]string {
+	m := map[string]string{
+		maint.PropCompactionEnabled: "false",
+		table.MaxSnapshotAgeMsKey:   strconv.FormatInt(snapshotAge.Milliseconds(), 10),
+	}
+	maps.Copy(m, writeProperties)
+	return m
+}()
+
+// writeProperties make the export's Parquet writing cheap, as it competes
+// with the requests it audits for CPU: the fastest zstd level, and no
+// dictionary for the columns whose values rarely repeat (a dictionary
+// would be built, then abandoned, for every page).
+var writeProperties = map[string]string{
+	table.ParquetCompressionKey:      "zstd",
+	table.ParquetCompressionLevelKey: "1",
+	dictColumn("seq"):                "false",
+	dictColumn("time"):               "false",
+	dictColumn("request_id"):         "false",
+	dictColumn("detail"):             "false",
+	dictColumn("prev_hash"):          "false",
+	dictColumn("hash"):               "false",
+}
+
+// dictColumn is the property that turns Parquet dictionary encoding on or
+// off for one column.
+func dictColumn(name string) string { return "write.parquet.dict-encoding-enabled.column." + name }
+
+// snapshotAge is how long system.audit keeps snapshots.
+const snapshotAge = 15 * time.Minute
+
+// upgrade sets upgradedProperties on tbl if it lacks them.
+func (e *Exporter) upgrade(ctx context.Context, tbl *table.Table) (*table.Table, error) {
+	props := tbl.Properties()
+	current := true
+	for k, v := range upgradedProperties {
+		current = current && props[k] == v
+	}
+	if current {
+		return tbl, nil
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.SetProperties(upgradedProperties); err != nil {
+		return nil, fmt.Errorf("audit export: upgrade %s: %w", Ident(), err)
+	}
+	next, err := txn.Commit(ctx)
+	if err != nil {
+		// Another node may have done it; the next export tries again.
+		e.log.DebugContext(ctx, "audit export: upgrading the table properties failed", "err", err)
+		return lake.Reload(ctx, tbl)
+	}
+	e.log.InfoContext(ctx, "system.audit now compacts incrementally", "table", Ident().String())
+	return next, nil
+}
+
 // Watermark returns the seq of the last record in tbl: the WatermarkProperty
 // of the newest snapshot of main's history that carries it (another writer,
 // e.g. a compaction, may have committed after the exporter), else the
@@ -412,13 +580,30 @@ func Watermark(ctx context.Context, tbl *table.Table) (int64, error) {
 			return n, nil
 		}
 	}
-	// No snapshot of main's (remaining) history carries the watermark.
+	// No snapshot of main's (remaining) history carries the watermark (it
+	// was expired after a compaction): the largest seq by the data files'
+	// column statistics, read from the manifests only.
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("audit export: plan %s for its last seq: %w", Ident(), err)
+	}
+	var last int64
+	stats := true
+	for _, t := range tasks {
+		n, ok := upperSeq(t.File)
+		stats = stats && ok
+		last = max(last, n)
+	}
+	if stats {
+		return last, nil
+	}
+	// A file without statistics (written by another engine): read seq.
 	at, err := tbl.Scan(table.WithSelectedFields("seq")).ToArrowTable(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("audit export: scan %s for its last seq: %w", Ident(), err)
 	}
 	defer at.Release()
-	var last int64
+	last = 0
 	for _, c := range at.Column(0).Data().Chunks() {
 		for _, v := range c.(*array.Int64).Int64Values() {
 			last = max(last, v)
@@ -455,20 +640,22 @@ func Spec() *iceberg.PartitionSpec {
 }
 
 // TableProperties are set when system.audit is created: merge manifests
-// (it gets a small commit every interval), keep a bounded metadata log and
-// expire old snapshots after six hours (the rows stay: every snapshot only
-// appends).
+// (it gets a small commit every interval), keep a bounded metadata log,
+// expire old snapshots after an hour (the rows stay: every snapshot only
+// appends) and leave compaction to the export's incremental one.
 func TableProperties() map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		"comment":                     "Floe audit log, exported by Floe (read-only; see docs/audit.md)",
 		table.ManifestMergeEnabledKey: "true",
 		table.MetadataDeleteAfterCommitEnabledKey: "true",
 		table.MetadataPreviousVersionsMaxKey:      "20",
-		table.MaxSnapshotAgeMsKey:                 strconv.FormatInt((6 * time.Hour).Milliseconds(), 10),
+		table.MaxSnapshotAgeMsKey:                 strconv.FormatInt(snapshotAge.Milliseconds(), 10),
+		maint.PropCompactionEnabled:               "false",
 		table.MinSnapshotsToKeepKey:               "1",
-		table.ParquetCompressionKey:               "zstd",
 		"floe.system":                             "audit",
 	}
+	maps.Copy(m, writeProperties)
+	return m
 }
 
 // toArrow builds one record batch of recs in the Arrow form of sc (the

@@ -33,10 +33,11 @@ import (
 const wh = "floe"
 
 type env struct {
-	st  *sqlstore.Store
-	cat *catalog.Catalog
-	lk  *lake.Lake
-	log *audit.Log
+	objs *bucket.Store
+	st   *sqlstore.Store
+	cat  *catalog.Catalog
+	lk   *lake.Lake
+	log  *audit.Log
 }
 
 // newEnv is one node over a fresh SQLite store and object store.
@@ -75,7 +76,7 @@ func newNode(t *testing.T, dsn string, objs *bucket.Store, first bool) *env {
 		}
 	}
 	cat := catalog.New(st, objs.FileIO(), catalog.Options{})
-	return &env{st: st, cat: cat, lk: lake.New(cat, lake.NewBucketFS(objs), lake.Options{}), log: audit.New(st, audit.Options{})}
+	return &env{objs: objs, st: st, cat: cat, lk: lake.New(cat, lake.NewBucketFS(objs), lake.Options{}), log: audit.New(st, audit.Options{})}
 }
 
 // clusters start n nodes sharing one store and one object store: SQLite,

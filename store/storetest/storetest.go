@@ -62,6 +62,7 @@ func Run(t *testing.T, open Opener) {
 		{"RevokedTokens", testRevokedTokens},
 		{"Audit", testAudit},
 		{"AuditQuery", testAuditQuery},
+		{"AuditPrune", testAuditPrune},
 		{"Idempotency", testIdempotency},
 		{"IdempotencyExpiry", testIdempotencyExpiry},
 		{"IdempotencyConcurrent", testIdempotencyConcurrent},
