@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"runtime/debug"
 	"strings"
@@ -43,6 +44,11 @@ type conn struct {
 	mu      sync.Mutex
 	netConn net.Conn                // the raw connection, then its TLS layer
 	running context.CancelCauseFunc // cancels the statement being executed
+
+	// gate and wait place the conn among those waiting to authenticate;
+	// the Server's mutex guards them.
+	gate *gate
+	wait waiting
 
 	// Set during startup, before other goroutines can see the conn by pid.
 	pid      uint32
@@ -150,6 +156,10 @@ func (c *conn) serve() {
 func (c *conn) sendFatal(err error) {
 	var pe *Error
 	if !errors.As(err, &pe) || pe.Severity != "FATAL" {
+		if context.Cause(c.ctx) == errEvicted {
+			c.log.Debug("pgwire: connection evicted while waiting to authenticate", "err", err)
+			return
+		}
 		if isClosed(err) {
 			c.log.Debug("pgwire: connection closed during startup", "err", err)
 			return
@@ -400,6 +410,16 @@ func (c *conn) login(ctx context.Context, minor uint32, body []byte) error {
 	if r := params["replication"]; r != "" && !strings.EqualFold(r, "false") && !strings.EqualFold(r, "off") && r != "0" {
 		return fatal(CodeFeatureNotSupported, "replication connections are not supported")
 	}
+	limitKey := user + "\x00" + addrKey(c.nc().RemoteAddr())
+	if retry, first, blocked := c.srv.limiter.Blocked(limitKey); blocked {
+		secs := max(1, int(math.Ceil(retry.Seconds())))
+		if first {
+			c.log.Info("pgwire: logins throttled after failed attempts", "user", user)
+		}
+		e := fatal(CodeLoginThrottled, fmt.Sprintf("too many failed login attempts for user %q from this address; try again in %d s", user, secs))
+		e.Hint = "Wait, then log in with the right password or token."
+		return e
+	}
 	sess := newSession()
 	sess.ID = c.id
 	sess.User = user
@@ -456,14 +476,6 @@ func (c *conn) login(ctx context.Context, minor uint32, body []byte) error {
 	if c.minor >= 2 {
 		keyLen = 32
 	}
-	admitted, err := c.srv.admit(c, keyLen)
-	if err != nil {
-		return err
-	}
-	if !admitted {
-		return fatal(CodeTooManyConnections, "sorry, too many clients already")
-	}
-	sess.ProcessID = c.pid
 	c.sess = sess
 
 	nc := c.nc()
@@ -474,8 +486,21 @@ func (c *conn) login(ctx context.Context, minor uint32, body []byte) error {
 	}
 	id, err := c.authenticate(ctx, user)
 	if err != nil {
+		if pe := (*Error)(nil); errors.As(err, &pe) && pe.Code == CodeInvalidPassword {
+			c.srv.limiter.Fail(limitKey)
+		}
 		return err
 	}
+	// Only an authenticated client takes a session slot: clients stalled
+	// at the password prompt wait in the listener's gate instead.
+	admitted, err := c.srv.admit(c, keyLen)
+	if err != nil {
+		return err
+	}
+	if !admitted {
+		return fatal(CodeTooManyConnections, "sorry, too many clients already")
+	}
+	sess.ProcessID = c.pid
 	sess.Identity = id
 	if hooks, ok := opts.Engine.(SessionHooks); ok {
 		if err := hooks.StartSession(ctx, sess); err != nil {
