@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -157,5 +159,34 @@ func TestStatementTimeoutEnforced(t *testing.T) {
 		if rows := mustRows(t, c, "SELECT 1"); len(rows) != 1 {
 			t.Errorf("the session does not go on: %v", rows)
 		}
+	}
+}
+
+// TestStatementTimeoutHTTP: the server maximum bounds the HTTP query API
+// (POST /api/v1/query) too.
+func TestStatementTimeoutHTTP(t *testing.T) {
+	const runaway = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r) SELECT count(*) FROM r"
+	e := newEnv(t, func(c *app.Config) { c.SQLMaxStatementTimeout = 300 * time.Millisecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", e.f.URL+"/api/v1/query", strings.NewReader(runaway))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "text/plain")
+	req.Header.Set("Authorization", "Bearer "+e.f.Token(t))
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("after %v: %v", time.Since(start), err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	d := time.Since(start)
+	if resp.StatusCode == http.StatusOK || !strings.Contains(string(body), "statement timeout") {
+		t.Fatalf("after %v: %d %s, want an error canceling statement due to statement timeout", d, resp.StatusCode, body)
+	}
+	if d > 5*time.Second {
+		t.Errorf("canceled after %v", d)
 	}
 }
