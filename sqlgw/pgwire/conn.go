@@ -410,7 +410,7 @@ func (c *conn) login(ctx context.Context, minor uint32, body []byte) error {
 	if r := params["replication"]; r != "" && !strings.EqualFold(r, "false") && !strings.EqualFold(r, "off") && r != "0" {
 		return fatal(CodeFeatureNotSupported, "replication connections are not supported")
 	}
-	limitKey := user + "\x00" + addrKey(c.nc().RemoteAddr())
+	limitKey := loginKey(user, c.nc().RemoteAddr())
 	if retry, first, blocked := c.srv.limiter.Blocked(limitKey); blocked {
 		secs := max(1, int(math.Ceil(retry.Seconds())))
 		if first {

@@ -97,3 +97,16 @@ func addrKey(a net.Addr) string {
 	}
 	return host
 }
+
+// maxKeyUser bounds the part of a user name in a login limiter key, so
+// that the limiter's memory does not grow with the (client-chosen) length
+// of user names; principal names are much shorter.
+const maxKeyUser = 128
+
+// loginKey is the login limiter's key of user logging in from addr.
+func loginKey(user string, addr net.Addr) string {
+	if len(user) > maxKeyUser {
+		user = user[:maxKeyUser]
+	}
+	return addrKey(addr) + "\x00" + user
+}

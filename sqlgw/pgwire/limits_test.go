@@ -303,3 +303,22 @@ func TestStatementTimeoutSetting(t *testing.T) {
 		}
 	}
 }
+
+// TestLoginKey: the limiter's keys are bounded in length and tell users
+// and addresses (an IPv6 /64 as one) apart.
+func TestLoginKey(t *testing.T) {
+	v4 := &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 1}
+	v6a := &net.TCPAddr{IP: net.ParseIP("2001:db8:1:2::1"), Port: 1}
+	v6b := &net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:ffff::9"), Port: 2}
+	v6c := &net.TCPAddr{IP: net.ParseIP("2001:db8:1:3::1"), Port: 1}
+	long := strings.Repeat("u", 10000)
+	if k := loginKey(long, v4); len(k) > 200 {
+		t.Errorf("key of a 10,000-byte user name has %d bytes", len(k))
+	}
+	if loginKey("bob", v4) == loginKey("alice", v4) || loginKey("bob", v4) == loginKey("bob", v6a) {
+		t.Error("different users or addresses share a key")
+	}
+	if loginKey("bob", v6a) != loginKey("bob", v6b) || loginKey("bob", v6a) == loginKey("bob", v6c) {
+		t.Error("IPv6 addresses are not keyed by their /64")
+	}
+}
