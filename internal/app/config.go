@@ -171,11 +171,11 @@ type Config struct {
 	// and authentication (env FLOE_SQL_STARTUP_TIMEOUT, default 10s).
 	SQLStartupTimeout time.Duration `yaml:"sql_startup_timeout"`
 	// SQLMaxUnauthenticated bounds the SQL connections that have not
-	// authenticated yet (env FLOE_SQL_MAX_UNAUTHENTICATED, default 256); a
+	// authenticated yet (env FLOE_SQL_MAX_UNAUTHENTICATED, default 512); a
 	// new one beyond it evicts the oldest waiting one.
 	SQLMaxUnauthenticated int `yaml:"sql_max_unauthenticated"`
 	// SQLMaxUnauthenticatedPerIP is SQLMaxUnauthenticated per client address
-	// (an IPv6 /64) (env FLOE_SQL_MAX_UNAUTHENTICATED_PER_IP, default 32).
+	// (an IPv6 /64) (env FLOE_SQL_MAX_UNAUTHENTICATED_PER_IP, default 128).
 	SQLMaxUnauthenticatedPerIP int `yaml:"sql_max_unauthenticated_per_ip"`
 	// SQLMaxConnections bounds the authenticated SQL sessions (env
 	// FLOE_SQL_MAX_CONNECTIONS, default 256); further logins get 53300.
@@ -243,8 +243,8 @@ func Defaults() Config {
 		SQLCacheFiles:              256,
 		SQLMaxStatementTimeout:     15 * time.Minute,
 		SQLStartupTimeout:          10 * time.Second,
-		SQLMaxUnauthenticated:      256,
-		SQLMaxUnauthenticatedPerIP: 32,
+		SQLMaxUnauthenticated:      512,
+		SQLMaxUnauthenticatedPerIP: 128,
 		SQLMaxConnections:          256,
 		SQLLoginFailuresPerMinute:  10,
 	}

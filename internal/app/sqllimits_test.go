@@ -14,7 +14,7 @@ func TestConfig_SQLLimits(t *testing.T) {
 	c := Defaults()
 	c.DataDir = t.TempDir()
 	if c.SQLMaxStatementTimeout != 15*time.Minute || c.SQLStartupTimeout != 10*time.Second || c.SQLCacheFiles != 256 ||
-		c.SQLMaxUnauthenticated != 256 || c.SQLMaxUnauthenticatedPerIP != 32 || c.SQLMaxConnections != 256 || c.SQLLoginFailuresPerMinute != 10 {
+		c.SQLMaxUnauthenticated != 512 || c.SQLMaxUnauthenticatedPerIP != 128 || c.SQLMaxConnections != 256 || c.SQLLoginFailuresPerMinute != 10 {
 		t.Errorf("defaults: %+v", c)
 	}
 	f := filepath.Join(t.TempDir(), "c.yaml")

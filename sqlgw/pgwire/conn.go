@@ -156,8 +156,8 @@ func (c *conn) serve() {
 func (c *conn) sendFatal(err error) {
 	var pe *Error
 	if !errors.As(err, &pe) || pe.Severity != "FATAL" {
-		if context.Cause(c.ctx) == errEvicted {
-			c.log.Debug("pgwire: connection evicted while waiting to authenticate", "err", err)
+		if cause := context.Cause(c.ctx); cause != nil { // evicted or shutting down
+			c.log.Debug("pgwire: connection ended during startup", "cause", cause, "err", err)
 			return
 		}
 		if isClosed(err) {
@@ -532,6 +532,9 @@ func (c *conn) authenticate(ctx context.Context, user string) (Identity, error) 
 	failed := fatal(CodeInvalidPassword, fmt.Sprintf("password authentication failed for user %q", user))
 	v, id, ok, err := auth.SCRAMVerifier(ctx, user)
 	if err != nil {
+		if ctx.Err() != nil { // evicted, timed out or shutting down
+			return Identity{}, err
+		}
 		c.log.Error("pgwire: SCRAM verifier lookup", "err", err)
 		return Identity{}, fatal(CodeInternalError, "internal error during authentication")
 	}
@@ -569,6 +572,8 @@ func (c *conn) authenticate(ctx context.Context, user string) (Identity, error) 
 		switch {
 		case errors.Is(err, ErrBadCredentials):
 		case floe.KindOf(err) == floe.Unauthenticated || floe.KindOf(err) == floe.Forbidden || floe.KindOf(err) == floe.NotFound:
+		case ctx.Err() != nil: // evicted, timed out or shutting down
+			return Identity{}, err
 		default:
 			c.log.Error("pgwire: token check", "err", err)
 			return Identity{}, fatal(CodeInternalError, "internal error during authentication")

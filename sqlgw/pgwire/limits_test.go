@@ -322,3 +322,29 @@ func TestLoginKey(t *testing.T) {
 		t.Error("IPv6 addresses are not keyed by their /64")
 	}
 }
+
+// TestLoginBurst: a pool opening 64 connections at once from one address
+// (below the default per-address cap) loses none of them to eviction.
+func TestLoginBurst(t *testing.T) {
+	ts := startServer(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			user, pw := "alice", "alice-token"
+			if i%2 == 1 {
+				user, pw = "bob", "bob-secret"
+			}
+			errs <- ts.loginFrom(t, "127.0.0.1", user, pw)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("login in a burst: %v", err)
+		}
+	}
+}

@@ -25,10 +25,10 @@ const (
 	DefaultServerVersion  = "16.0 (Floe)"
 	// DefaultMaxUnauthenticated bounds, per listener, the connections that
 	// have not authenticated yet.
-	DefaultMaxUnauthenticated = 256
+	DefaultMaxUnauthenticated = 512
 	// DefaultMaxUnauthenticatedPerIP bounds, per listener, the connections
 	// from one client address (an IPv6 /64) that have not authenticated.
-	DefaultMaxUnauthenticatedPerIP = 32
+	DefaultMaxUnauthenticatedPerIP = 128
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
