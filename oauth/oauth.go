@@ -30,6 +30,7 @@ import (
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/internal/httperr"
+	"github.com/floe-lake/floe/loginlimit"
 )
 
 // Grant, token type and assertion type URNs.
@@ -92,7 +93,7 @@ type Handler struct {
 	auth    *auth.Service
 	log     *slog.Logger
 	audit   Auditor
-	limiter *limiter
+	limiter *loginlimit.Limiter
 	mux     *http.ServeMux
 	ids     *httperr.RequestIDs
 }
@@ -108,7 +109,7 @@ func New(svc *auth.Service, opts Options) *Handler {
 	if opts.FailuresPerMinute == 0 {
 		opts.FailuresPerMinute = DefaultFailuresPerMinute
 	}
-	h := &Handler{auth: svc, log: opts.Logger, audit: opts.Audit, limiter: newLimiter(opts.FailuresPerMinute, opts.Now),
+	h := &Handler{auth: svc, log: opts.Logger, audit: opts.Audit, limiter: loginlimit.New(loginlimit.Options{PerMinute: opts.FailuresPerMinute, Now: opts.Now}),
 		mux: http.NewServeMux(), ids: httperr.NewRequestIDs(time.Now)}
 	h.mux.HandleFunc(TokenPath, h.serveToken)
 	h.mux.HandleFunc(RevokePath, h.serveRevoke)

@@ -83,7 +83,7 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, a *attempt, act
 	oe := errIn(err, "invalid_client")
 	ip := httperr.ClientAddr(r)
 	if oe.authFailure() {
-		h.limiter.fail(a.limitKeys(ip)...)
+		h.limiter.Fail(a.limitKeys(ip)...)
 	}
 	reason := oe.reason
 	if reason == "" {
@@ -182,7 +182,7 @@ func (h *Handler) token(r *http.Request, a *attempt) (issued, error) {
 // checkLimit refuses the request with 429 while its client id or address
 // has used up its failed attempts.
 func (h *Handler) checkLimit(r *http.Request, a *attempt) error {
-	retry, first, blocked := h.limiter.blocked(a.limitKeys(httperr.ClientAddr(r))...)
+	retry, first, blocked := h.limiter.Blocked(a.limitKeys(httperr.ClientAddr(r))...)
 	if !blocked {
 		return nil
 	}

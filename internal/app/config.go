@@ -171,6 +171,35 @@ type Config struct {
 	// kept decoded in memory (env FLOE_SQL_TABLE_CACHE_BYTES, default 16 MiB;
 	// negative: off). See docs/sql.md.
 	SQLTableCacheBytes int64 `yaml:"sql_table_cache_bytes"`
+	// SQLCacheFiles bounds the number of data files the SQL endpoint keeps
+	// in memory, each an open descriptor (env FLOE_SQL_CACHE_FILES, default
+	// 256). A query pins the files it reads while it runs; afterwards at
+	// most this many stay open.
+	SQLCacheFiles int `yaml:"sql_cache_files"`
+	// SQLMaxStatementTimeout bounds every SQL statement's run (env
+	// FLOE_SQL_MAX_STATEMENT_TIMEOUT, flag --sql-max-statement-timeout,
+	// default 15m): a session's statement_timeout above it, or none, is
+	// taken as this; the statement is cancelled with SQLSTATE 57014.
+	SQLMaxStatementTimeout time.Duration `yaml:"sql_max_statement_timeout"`
+	// SQLStartupTimeout bounds a SQL connection's TLS negotiation, startup
+	// and authentication (env FLOE_SQL_STARTUP_TIMEOUT, default 10s).
+	SQLStartupTimeout time.Duration `yaml:"sql_startup_timeout"`
+	// SQLMaxUnauthenticated bounds the SQL connections that have not
+	// authenticated yet (env FLOE_SQL_MAX_UNAUTHENTICATED, default 512); a
+	// new one beyond it evicts the oldest waiting one.
+	SQLMaxUnauthenticated int `yaml:"sql_max_unauthenticated"`
+	// SQLMaxUnauthenticatedPerIP is SQLMaxUnauthenticated per client address
+	// (an IPv6 /64) (env FLOE_SQL_MAX_UNAUTHENTICATED_PER_IP, default 128).
+	SQLMaxUnauthenticatedPerIP int `yaml:"sql_max_unauthenticated_per_ip"`
+	// SQLMaxConnections bounds the authenticated SQL sessions (env
+	// FLOE_SQL_MAX_CONNECTIONS, default 256); further logins get 53300.
+	SQLMaxConnections int `yaml:"sql_max_connections"`
+	// SQLLoginFailuresPerMinute is how many failed SQL logins one user may
+	// have from one client address per minute before further logins of
+	// that user from there are refused (SQLSTATE 08004) until the budget
+	// refills (env FLOE_SQL_LOGIN_FAILURES_PER_MINUTE, default 10; negative
+	// disables the limit).
+	SQLLoginFailuresPerMinute int `yaml:"sql_login_failures_per_minute"`
 	// MaintenanceJobs names the jobs the background scheduler runs (env
 	// FLOE_MAINTENANCE_JOBS, comma-separated; default all: expire-snapshots,
 	// compact, rewrite-manifests, remove-orphans, lifecycle). See docs/maintenance.md.
@@ -266,6 +295,13 @@ func Defaults() Config {
 
 		HTTP: HTTPLimits{MaxConns: 1024, MaxPendingPerIP: 256, HeaderTimeout: 10 * time.Second,
 			BodyTimeout: 30 * time.Second, BodyMinRate: 64 << 10, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10},
+		SQLCacheFiles:              256,
+		SQLMaxStatementTimeout:     15 * time.Minute,
+		SQLStartupTimeout:          10 * time.Second,
+		SQLMaxUnauthenticated:      512,
+		SQLMaxUnauthenticatedPerIP: 128,
+		SQLMaxConnections:          256,
+		SQLLoginFailuresPerMinute:  10,
 	}
 }
 
@@ -355,6 +391,17 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		}
 		c.AuditPruneBatch = n
 	}
+	for name, dst := range map[string]*int{"FLOE_SQL_CACHE_FILES": &c.SQLCacheFiles, "FLOE_SQL_MAX_UNAUTHENTICATED": &c.SQLMaxUnauthenticated,
+		"FLOE_SQL_MAX_UNAUTHENTICATED_PER_IP": &c.SQLMaxUnauthenticatedPerIP, "FLOE_SQL_MAX_CONNECTIONS": &c.SQLMaxConnections,
+		"FLOE_SQL_LOGIN_FAILURES_PER_MINUTE": &c.SQLLoginFailuresPerMinute} {
+		if v := getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			*dst = n
+		}
+	}
 	if v := getenv("FLOE_AUTH_FAILURES_PER_MINUTE"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -374,7 +421,8 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		"FLOE_CREDENTIAL_TTL": &c.CredentialTTL, "FLOE_AUDIT_EXPORT_INTERVAL": &c.AuditExportInterval,
 		"FLOE_HTTP_HEADER_TIMEOUT": &c.HTTP.HeaderTimeout, "FLOE_HTTP_BODY_TIMEOUT": &c.HTTP.BodyTimeout,
 		"FLOE_HTTP_IDLE_TIMEOUT": &c.HTTP.IdleTimeout,
-		"FLOE_AUDIT_RETENTION": &c.AuditRetention, "FLOE_AUDIT_PRUNE_INTERVAL": &c.AuditPruneInterval} {
+		"FLOE_AUDIT_RETENTION":   &c.AuditRetention, "FLOE_AUDIT_PRUNE_INTERVAL": &c.AuditPruneInterval,
+		"FLOE_SQL_MAX_STATEMENT_TIMEOUT": &c.SQLMaxStatementTimeout, "FLOE_SQL_STARTUP_TIMEOUT": &c.SQLStartupTimeout} {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -446,6 +494,14 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("sql_tls_cert and sql_tls_key must be set together")
 	case c.SQLThreads < 0:
 		return fmt.Errorf("sql_threads %d: must not be negative", c.SQLThreads)
+	case c.SQLCacheFiles < 1:
+		return fmt.Errorf("sql_cache_files %d: must be at least 1", c.SQLCacheFiles)
+	case c.SQLMaxStatementTimeout < 10*time.Millisecond:
+		return fmt.Errorf("sql_max_statement_timeout %s: must be at least 10ms", c.SQLMaxStatementTimeout)
+	case c.SQLStartupTimeout < 100*time.Millisecond:
+		return fmt.Errorf("sql_startup_timeout %s: must be at least 100ms", c.SQLStartupTimeout)
+	case c.SQLMaxUnauthenticated < 1 || c.SQLMaxUnauthenticatedPerIP < 1 || c.SQLMaxConnections < 1:
+		return fmt.Errorf("sql_max_unauthenticated, sql_max_unauthenticated_per_ip and sql_max_connections must be at least 1")
 	}
 	if err := c.HTTP.validate(); err != nil {
 		return err

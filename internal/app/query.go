@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"time"
@@ -38,35 +40,64 @@ func (a *App) runQuery(ctx context.Context, claims *auth.Claims, remote string, 
 	if err := eng.StartSession(ctx, sess); err != nil {
 		return nil, err
 	}
+	// The server's statement bound applies here as on the wire protocol.
+	ctx, stop := context.WithTimeoutCause(ctx, a.cfg.SQLMaxStatementTimeout, errQueryTimeout)
 	ctx = engine.WithRequestID(ctx, mgmtapi.RequestID(ctx))
 	st, err := eng.Prepare(ctx, sess, sql, nil)
 	if err != nil {
 		eng.EndSession(sess)
-		return nil, err
+		stop()
+		return nil, timeoutError(ctx, err)
 	}
 	vals, err := queryArgs(st.Params(), args)
 	if err == nil {
 		var res pgwire.Result
 		if res, err = st.Execute(ctx, vals); err == nil {
-			return &queryRows{Result: res, cols: st.Columns(), close: func() {
+			return &queryRows{Result: res, ctx: ctx, cols: st.Columns(), close: func() {
 				_ = st.Close()
 				eng.EndSession(sess)
+				stop()
 			}}, nil
 		}
 	}
 	_ = st.Close()
 	eng.EndSession(sess)
-	return nil, err
+	stop()
+	return nil, timeoutError(ctx, err)
+}
+
+// errQueryTimeout cancels a query of the HTTP API that ran past
+// sql_max_statement_timeout.
+var errQueryTimeout = errors.New("statement timeout")
+
+// timeoutError reports a statement cancelled by the server's bound as
+// PostgreSQL does (57014); other errors pass unchanged.
+func timeoutError(ctx context.Context, err error) error {
+	if err != nil && context.Cause(ctx) == errQueryTimeout {
+		return &pgwire.Error{Code: pgwire.CodeQueryCanceled, Message: "canceling statement due to statement timeout"}
+	}
+	return err
 }
 
 // queryRows is a running query of the HTTP API; Close ends its session.
 type queryRows struct {
 	pgwire.Result
+	ctx   context.Context
 	cols  []pgwire.Column
 	close func()
 }
 
 func (q *queryRows) Columns() []pgwire.Column { return q.cols }
+
+// Next returns the next row; a statement cancelled by the server's bound
+// reports 57014.
+func (q *queryRows) Next() ([]any, error) {
+	row, err := q.Result.Next()
+	if err != nil && err != io.EOF {
+		return nil, timeoutError(q.ctx, err)
+	}
+	return row, err
+}
 
 func (q *queryRows) Close() error {
 	err := q.Result.Close()

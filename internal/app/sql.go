@@ -49,6 +49,7 @@ func (a *App) startSQL(ctx context.Context) error {
 		MemoryLimit:     cfg.SQLMemoryLimit,
 		Threads:         cfg.SQLThreads,
 		TableCacheBytes: cfg.SQLTableCacheBytes,
+		CacheFiles:      cfg.SQLCacheFiles,
 		Audit:           a.events.Record,
 		Logger:          a.log,
 	}
@@ -68,10 +69,16 @@ func (a *App) startSQL(ctx context.Context) error {
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	srv, err := pgwire.New(pgwire.Options{
-		Engine:        eng,
-		Authenticator: sqlAuth{a: a},
-		TLSConfig:     tlsConfig,
-		Logger:        a.log,
+		Engine:                  eng,
+		Authenticator:           sqlAuth{a: a},
+		TLSConfig:               tlsConfig,
+		Logger:                  a.log,
+		MaxConnections:          cfg.SQLMaxConnections,
+		MaxUnauthenticated:      cfg.SQLMaxUnauthenticated,
+		MaxUnauthenticatedPerIP: cfg.SQLMaxUnauthenticatedPerIP,
+		StartupTimeout:          cfg.SQLStartupTimeout,
+		LoginFailuresPerMinute:  max(0, cfg.SQLLoginFailuresPerMinute),
+		MaxStatementTimeout:     cfg.SQLMaxStatementTimeout,
 	})
 	if err != nil {
 		return fmt.Errorf("sql endpoint: %w", err)

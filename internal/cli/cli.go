@@ -112,6 +112,7 @@ credential once.`,
 	retention := cmd.Flags().Duration("snapshot-retention", app.Defaults().SnapshotRetention, "expire snapshots older than this unless a table property says otherwise (env FLOE_SNAPSHOT_RETENTION)")
 	s3Listen := cmd.Flags().String("s3-listen", app.Defaults().S3Listen, "embedded S3 endpoint listen address, or off (env FLOE_S3_LISTEN)")
 	sqlListen := cmd.Flags().String("sql-listen", app.Defaults().SQLListen, "SQL endpoint (PostgreSQL wire protocol) listen address, or off (env FLOE_SQL_LISTEN)")
+	sqlMaxStmt := cmd.Flags().Duration("sql-max-statement-timeout", app.Defaults().SQLMaxStatementTimeout, "longest a SQL statement may run, whatever its session's statement_timeout (env FLOE_SQL_MAX_STATEMENT_TIMEOUT)")
 	publicURL := cmd.Flags().String("public-url", "", "URL clients reach this server at; the OAuth issuer (env FLOE_PUBLIC_URL; default http://<listen>)")
 	auditEvery := cmd.Flags().Duration("audit-export-interval", app.Defaults().AuditExportInterval, "how often the audit log is appended to the Iceberg table system.audit; 0 = off (env FLOE_AUDIT_EXPORT_INTERVAL)")
 	httpLimits := httpLimitFlags(cmd.Flags())
@@ -150,6 +151,9 @@ credential once.`,
 		}
 		if cmd.Flags().Changed("sql-listen") {
 			cfg.SQLListen = *sqlListen
+		}
+		if cmd.Flags().Changed("sql-max-statement-timeout") {
+			cfg.SQLMaxStatementTimeout = *sqlMaxStmt
 		}
 		if cmd.Flags().Changed("public-url") {
 			cfg.PublicURL = *publicURL

@@ -60,6 +60,7 @@ type Caller struct {
 // Defaults of Options.
 const (
 	DefaultCacheBytes  = 1 << 30
+	DefaultCacheFiles  = 256
 	DefaultMemoryLimit = "2GB"
 	defaultPlanEntries = 4096
 )
@@ -80,6 +81,10 @@ type Options struct {
 	// CacheBytes bounds the in-memory copies of encrypted or remote data
 	// files (default DefaultCacheBytes).
 	CacheBytes int64
+	// CacheFiles bounds the number of those copies, each an open descriptor
+	// (default DefaultCacheFiles). A query pins the files it reads while it
+	// runs (it may hold more then); once it ends, at most CacheFiles stay.
+	CacheFiles int
 	// MemoryLimit is DuckDB's memory_limit for each session (default
 	// DefaultMemoryLimit).
 	MemoryLimit string
@@ -127,6 +132,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = DefaultCacheBytes
 	}
+	if opts.CacheFiles <= 0 {
+		opts.CacheFiles = DefaultCacheFiles
+	}
 	if opts.MemoryLimit == "" {
 		opts.MemoryLimit = DefaultMemoryLimit
 	}
@@ -140,7 +148,7 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{opts: opts, log: opts.Logger, files: newFileCache(opts.Objects, opts.CacheBytes), plans: plans}, nil
+	return &Engine{opts: opts, log: opts.Logger, files: newFileCache(opts.Objects, opts.CacheBytes, opts.CacheFiles), plans: plans}, nil
 }
 
 // Close releases the file cache. Sessions must have ended.
@@ -385,6 +393,10 @@ func (ss *session) prepareSelect(ctx context.Context, sql string, paramOIDs []ui
 	if err := st.plan(ctx); err != nil {
 		return nil, err
 	}
+	// Every execution plans again and pins what it reads; a statement that
+	// waits for its execution holds no file.
+	st.pins.release()
+	st.pins = nil
 	return st, nil
 }
 
@@ -468,8 +480,12 @@ func (st *selectStmt) plan(ctx context.Context) error {
 		st.files += r.files
 		st.pruned += r.pruned
 	}
+	// The same views over the same in-memory copies: DuckDB's statement
+	// stands (a descriptor number alone may have been reused by another copy).
+	sig.WriteString(pins.sig())
 	if st.stmt != nil && sig.String() == st.sig {
-		pins.release()
+		st.pins.release()
+		st.pins = pins
 		return nil
 	}
 	for i, ref := range a.refs {
@@ -615,18 +631,23 @@ func (st *selectStmt) Execute(ctx context.Context, args []any) (pgwire.Result, e
 	for i, a := range args {
 		nargs[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
 	}
+	// The execution holds the files it reads until its result is closed.
+	pins := st.pins
+	st.pins = nil
 	rows, err := st.stmt.QueryContext(ctx, nargs)
 	if err != nil {
+		pins.release()
 		ss.auditQuery(ctx, st, -1, err)
 		return nil, ss.publicError(err, st.filtered)
 	}
-	return &result{st: st, ctx: ctx, rows: rows, buf: make([]driver.Value, len(st.cols)), out: make([]any, len(st.cols))}, nil
+	return &result{st: st, ctx: ctx, rows: rows, pins: pins, buf: make([]driver.Value, len(st.cols)), out: make([]any, len(st.cols))}, nil
 }
 
 // result streams the rows of one execution.
 type result struct {
 	st     *selectStmt
 	ctx    context.Context
+	pins   *pinSet // the files the execution reads
 	rows   driver.Rows
 	buf    []driver.Value
 	out    []any
@@ -661,6 +682,7 @@ func (r *result) Close() error {
 	}
 	r.closed = true
 	err := r.rows.Close()
+	r.pins.release()
 	r.st.ss.auditQuery(r.ctx, r.st, r.n, r.err)
 	return err
 }

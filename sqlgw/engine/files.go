@@ -90,15 +90,18 @@ func (b BucketSource) Dirs() []string {
 const fdDir = "/proc/self/fd/"
 
 // fileCache keeps in-memory copies of objects (memfd files) by location,
-// least recently used first out, within a byte budget. Data files are
-// immutable, so a copy stays valid. An entry in use by a query is pinned:
-// its descriptor (and so its /proc/self/fd path) is not closed and reused
-// under the query.
+// least recently used first out, within a byte budget and a count of files
+// (each holds a descriptor). Data files are immutable, so a copy stays
+// valid. An entry in use by a query is pinned: its descriptor (and so its
+// /proc/self/fd path) is not closed and reused under the query; a query
+// may pin more files than the count, which are closed when it ends.
 type fileCache struct {
-	src    ObjectSource
-	budget int64
+	src      ObjectSource
+	budget   int64
+	maxFiles int
 
 	mu      sync.Mutex
+	gen     uint64 // numbers the copies made
 	size    int64
 	entries map[string]*list.Element // of *cachedFile
 	lru     *list.List               // front: most recently used
@@ -123,6 +126,7 @@ const defaultShapeEntries = 65536
 
 type cachedFile struct {
 	location string
+	gen      uint64 // tells copies apart that reuse a descriptor number
 	f        *os.File
 	size     int64
 	pins     int
@@ -134,12 +138,12 @@ type loadCall struct {
 	err  error
 }
 
-func newFileCache(src ObjectSource, budget int64) *fileCache {
+func newFileCache(src ObjectSource, budget int64, maxFiles int) *fileCache {
 	shapes, err := lru.New[string, []fileField](defaultShapeEntries)
 	if err != nil {
 		panic(err) // only for a size <= 0
 	}
-	return &fileCache{src: src, budget: budget, entries: map[string]*list.Element{}, lru: list.New(), loading: map[string]*loadCall{}, shapes: shapes}
+	return &fileCache{src: src, budget: budget, maxFiles: maxFiles, entries: map[string]*list.Element{}, lru: list.New(), loading: map[string]*loadCall{}, shapes: shapes}
 }
 
 // fields returns the top-level columns (field id and name) of the data
@@ -191,6 +195,21 @@ func readFields(path string) (out []fileField) {
 type pinSet struct {
 	c     *fileCache
 	files []*cachedFile
+}
+
+// sig identifies the copies pinned: a plan over the same paths reads the
+// same files only when sig is the same too, as a descriptor number may be
+// reused by another copy once its file was closed.
+func (p *pinSet) sig() string {
+	if p == nil || len(p.files) == 0 {
+		return ""
+	}
+	b := make([]byte, 0, 8*len(p.files))
+	for _, cf := range p.files {
+		b = strconv.AppendUint(b, cf.gen, 36)
+		b = append(b, ',')
+	}
+	return string(b)
 }
 
 func (p *pinSet) release() {
@@ -251,6 +270,8 @@ func (c *fileCache) path(ctx context.Context, location string, ps *pinSet) (stri
 			c.mu.Unlock()
 			return "", err
 		}
+		c.gen++
+		cf.gen = c.gen
 		c.entries[location] = c.lru.PushFront(cf)
 		c.size += cf.size
 		cf.pins++
@@ -284,9 +305,10 @@ func (c *fileCache) load(ctx context.Context, location string) (*cachedFile, err
 	return &cachedFile{location: location, f: f, size: n}, nil
 }
 
-// evictLocked drops unpinned entries from the back while over budget.
+// evictLocked drops entries from the back while over budget or count; a
+// pinned one is closed when its last query ends.
 func (c *fileCache) evictLocked() {
-	for el := c.lru.Back(); el != nil && c.size > c.budget; {
+	for el := c.lru.Back(); el != nil && (c.size > c.budget || len(c.entries) > c.maxFiles); {
 		prev := el.Prev()
 		cf := el.Value.(*cachedFile)
 		c.lru.Remove(el)

@@ -94,7 +94,7 @@ func TestReadableByName(t *testing.T) {
 	nested := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "name", Type: &iceberg.ListType{ElementID: 3, Element: iceberg.PrimitiveTypes.String}})
-	e := &Engine{files: newFileCache(IOSource{}, 1)}
+	e := &Engine{files: newFileCache(IOSource{}, 1, DefaultCacheFiles)}
 	tasksOf := func(names ...string) ([]table.FileScanTask, map[string]string) {
 		var tasks []table.FileScanTask
 		pathOf := map[string]string{}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"runtime/debug"
 	"strings"
@@ -43,6 +44,11 @@ type conn struct {
 	mu      sync.Mutex
 	netConn net.Conn                // the raw connection, then its TLS layer
 	running context.CancelCauseFunc // cancels the statement being executed
+
+	// gate and wait place the conn among those waiting to authenticate;
+	// the Server's mutex guards them.
+	gate *gate
+	wait waiting
 
 	// Set during startup, before other goroutines can see the conn by pid.
 	pid      uint32
@@ -150,6 +156,10 @@ func (c *conn) serve() {
 func (c *conn) sendFatal(err error) {
 	var pe *Error
 	if !errors.As(err, &pe) || pe.Severity != "FATAL" {
+		if cause := context.Cause(c.ctx); cause != nil { // evicted or shutting down
+			c.log.Debug("pgwire: connection ended during startup", "cause", cause, "err", err)
+			return
+		}
 		if isClosed(err) {
 			c.log.Debug("pgwire: connection closed during startup", "err", err)
 			return
@@ -400,6 +410,16 @@ func (c *conn) login(ctx context.Context, minor uint32, body []byte) error {
 	if r := params["replication"]; r != "" && !strings.EqualFold(r, "false") && !strings.EqualFold(r, "off") && r != "0" {
 		return fatal(CodeFeatureNotSupported, "replication connections are not supported")
 	}
+	limitKey := loginKey(user, c.nc().RemoteAddr())
+	if retry, first, blocked := c.srv.limiter.Blocked(limitKey); blocked {
+		secs := max(1, int(math.Ceil(retry.Seconds())))
+		if first {
+			c.log.Info("pgwire: logins throttled after failed attempts", "user", user)
+		}
+		e := fatal(CodeLoginThrottled, fmt.Sprintf("too many failed login attempts for user %q from this address; try again in %d s", user, secs))
+		e.Hint = "Wait, then log in with the right password or token."
+		return e
+	}
 	sess := newSession()
 	sess.ID = c.id
 	sess.User = user
@@ -456,14 +476,6 @@ func (c *conn) login(ctx context.Context, minor uint32, body []byte) error {
 	if c.minor >= 2 {
 		keyLen = 32
 	}
-	admitted, err := c.srv.admit(c, keyLen)
-	if err != nil {
-		return err
-	}
-	if !admitted {
-		return fatal(CodeTooManyConnections, "sorry, too many clients already")
-	}
-	sess.ProcessID = c.pid
 	c.sess = sess
 
 	nc := c.nc()
@@ -474,8 +486,21 @@ func (c *conn) login(ctx context.Context, minor uint32, body []byte) error {
 	}
 	id, err := c.authenticate(ctx, user)
 	if err != nil {
+		if pe := (*Error)(nil); errors.As(err, &pe) && pe.Code == CodeInvalidPassword {
+			c.srv.limiter.Fail(limitKey)
+		}
 		return err
 	}
+	// Only an authenticated client takes a session slot: clients stalled
+	// at the password prompt wait in the listener's gate instead.
+	admitted, err := c.srv.admit(c, keyLen)
+	if err != nil {
+		return err
+	}
+	if !admitted {
+		return fatal(CodeTooManyConnections, "sorry, too many clients already")
+	}
+	sess.ProcessID = c.pid
 	sess.Identity = id
 	if hooks, ok := opts.Engine.(SessionHooks); ok {
 		if err := hooks.StartSession(ctx, sess); err != nil {
@@ -507,6 +532,9 @@ func (c *conn) authenticate(ctx context.Context, user string) (Identity, error) 
 	failed := fatal(CodeInvalidPassword, fmt.Sprintf("password authentication failed for user %q", user))
 	v, id, ok, err := auth.SCRAMVerifier(ctx, user)
 	if err != nil {
+		if ctx.Err() != nil { // evicted, timed out or shutting down
+			return Identity{}, err
+		}
 		c.log.Error("pgwire: SCRAM verifier lookup", "err", err)
 		return Identity{}, fatal(CodeInternalError, "internal error during authentication")
 	}
@@ -544,6 +572,8 @@ func (c *conn) authenticate(ctx context.Context, user string) (Identity, error) 
 		switch {
 		case errors.Is(err, ErrBadCredentials):
 		case floe.KindOf(err) == floe.Unauthenticated || floe.KindOf(err) == floe.Forbidden || floe.KindOf(err) == floe.NotFound:
+		case ctx.Err() != nil: // evicted, timed out or shutting down
+			return Identity{}, err
 		default:
 			c.log.Error("pgwire: token check", "err", err)
 			return Identity{}, fatal(CodeInternalError, "internal error during authentication")

@@ -77,12 +77,22 @@ const (
 	CodeIdleSessionTimeout          = "57P05"
 	CodeCantChangeRuntimeParam      = "55P02"
 	CodeInternalError               = "XX000"
+	// CodeLoginThrottled refuses a login while its user has used up its
+	// failed attempts from the client's address
+	// (sqlserver_rejected_establishment_of_sqlconnection).
+	CodeLoginThrottled = "08004"
 )
 
 var (
 	errBadZone       = errors.New("unknown time zone")
 	errQueryCanceled = errors.New("query canceled by cancel request")
 	errShutdown      = errors.New("server shutting down")
+	// errEvicted ends a connection that waited to authenticate while newer
+	// ones arrived beyond a cap (see Options.MaxUnauthenticated).
+	errEvicted = errors.New("evicted while waiting to authenticate")
+	// errStatementTimeout cancels a statement that ran past its
+	// statement_timeout (or Options.MaxStatementTimeout).
+	errStatementTimeout = errors.New("statement timeout")
 )
 
 // kindCodes maps floe error kinds to SQLSTATEs.

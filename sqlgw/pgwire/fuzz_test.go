@@ -109,7 +109,7 @@ func fuzzServer(t testing.TB) (*Server, *panicWatch) {
 // serveInput serves one connection reading input and fails on a panic or
 // if the connection does not end.
 func serveInput(t *testing.T, srv *Server, watch *panicWatch, input []byte) {
-	c := srv.newConn(&fuzzConn{r: bytes.NewReader(input)})
+	c := srv.newConn(&fuzzConn{r: bytes.NewReader(input)}, newGate(DefaultMaxUnauthenticated, DefaultMaxUnauthenticatedPerIP))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -186,7 +186,7 @@ func TestFuzzHarness(t *testing.T) {
 	srv, _ := fuzzServer(t)
 	out := &recordConn{fuzzConn: fuzzConn{r: bytes.NewReader(append(loginPrefix(t),
 		encodeAll(t, &pgproto3.Query{String: "select 'reached'"}, &pgproto3.Terminate{})...))}}
-	c := srv.newConn(out)
+	c := srv.newConn(out, newGate(DefaultMaxUnauthenticated, DefaultMaxUnauthenticatedPerIP))
 	c.serve()
 	if !bytes.Contains(out.buf.Bytes(), []byte("reached")) {
 		t.Fatalf("output does not contain the row: %q", out.buf.Bytes())

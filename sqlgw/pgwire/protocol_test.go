@@ -208,7 +208,7 @@ func TestStartupNegotiation(t *testing.T) {
 		if _, err := r.nc.Read(b[1:]); err != nil || b[1] != 'N' {
 			t.Fatalf("SSL answer %q %v", b[1:], err)
 		}
-		r.writeRaw(startupPacket(3<<16|5, "user", "alice", "_pq_.fancy", "1", "options", `-c search_path=a\ b --statement-timeout=5`))
+		r.writeRaw(startupPacket(3<<16|5, "user", "alice", "_pq_.fancy", "1", "options", `-c search_path=a\ b --statement-timeout=5000`))
 		if got := r.next(); got != "NegotiateProtocolVersion 2 [_pq_.fancy]" {
 			t.Fatalf("got %s", got)
 		}
@@ -223,7 +223,7 @@ func TestStartupNegotiation(t *testing.T) {
 		r.send(&pgproto3.Query{String: "show search_path; show statement_timeout"})
 		got := r.untilReady()
 		want := []string{"RowDescription search_path:25:0", `DataRow "a b"`, "CommandComplete SHOW",
-			"RowDescription statement_timeout:25:0", `DataRow "5"`, "CommandComplete SHOW", "ReadyForQuery I"}
+			"RowDescription statement_timeout:25:0", `DataRow "5s"`, "CommandComplete SHOW", "ReadyForQuery I"}
 		if !slices.Equal(got, want) {
 			t.Errorf("got %q\nwant %q", got, want)
 		}
@@ -281,7 +281,7 @@ func TestTokenNeedsTLS(t *testing.T) {
 		{"bob", "AuthenticationSASL"},
 	} {
 		client, server := net.Pipe()
-		c := ts.srv.newConn(remoteAddrConn{server, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 5000}})
+		c := ts.srv.newConn(remoteAddrConn{server, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 5000}}, newGate(DefaultMaxUnauthenticated, DefaultMaxUnauthenticatedPerIP))
 		go c.serve()
 		r := &rawClient{t: t, nc: client, fe: pgproto3.NewFrontend(client, client)}
 		client.SetDeadline(time.Now().Add(10 * time.Second))
@@ -311,6 +311,11 @@ func TestLimits(t *testing.T) {
 	first := ts.login(t)
 	r := ts.dialRaw(t)
 	r.send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersion30, Parameters: map[string]string{"user": "alice"}})
+	// A session slot is taken only once the client authenticated.
+	if got := r.next(); got != "AuthenticationCleartextPassword" {
+		t.Fatalf("second connection: %s", got)
+	}
+	r.send(&pgproto3.PasswordMessage{Password: "alice-token"})
 	if got := r.next(); got != "Error FATAL 53300 sorry, too many clients already" {
 		t.Errorf("second connection: %s", got)
 	}

@@ -135,6 +135,26 @@ func (c *conn) sendEvents() {
 	}
 }
 
+// statementContext returns the context of a statement: cancelled with a
+// cause by a cancel request or shutdown, and with errStatementTimeout when
+// the session's statement_timeout, bounded by Options.MaxStatementTimeout,
+// runs out.
+func (c *conn) statementContext() (context.Context, context.CancelCauseFunc) {
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	d, limit := c.sess.StatementTimeout(), c.srv.opts.MaxStatementTimeout
+	if limit > 0 && (d == 0 || d > limit) {
+		d = limit
+	}
+	if d <= 0 {
+		return ctx, cancel
+	}
+	tctx, stop := context.WithTimeoutCause(ctx, d, errStatementTimeout)
+	return tctx, func(cause error) {
+		cancel(cause)
+		stop()
+	}
+}
+
 // wireError turns a statement's error into what the client sees; qctx is
 // the statement's context, whose cause tells cancellation apart.
 func (c *conn) wireError(err error, qctx context.Context) *Error {
@@ -142,6 +162,8 @@ func (c *conn) wireError(err error, qctx context.Context) *Error {
 		switch context.Cause(qctx) {
 		case errQueryCanceled:
 			return &Error{Code: CodeQueryCanceled, Message: "canceling statement due to user request"}
+		case errStatementTimeout:
+			return &Error{Code: CodeQueryCanceled, Message: "canceling statement due to statement timeout"}
 		case errShutdown:
 			return fatal(CodeAdminShutdown, "terminating connection due to administrator command")
 		}
@@ -197,7 +219,7 @@ func (c *conn) simpleQuery(sql string) error {
 // runSimple prepares and runs one statement of a simple query with text
 // results; it returns the statement's context for error reporting.
 func (c *conn) runSimple(sql string) (context.Context, error) {
-	qctx, cancel := context.WithCancelCause(c.ctx)
+	qctx, cancel := c.statementContext()
 	defer cancel(nil)
 	c.setRunning(cancel)
 	defer c.setRunning(nil)
@@ -366,7 +388,7 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 	}
 	p := &prepared{name: m.Name, refs: 1}
 	if len(stmts) == 1 {
-		qctx, cancel := context.WithCancelCause(c.ctx)
+		qctx, cancel := c.statementContext()
 		c.setRunning(cancel)
 		st, err := c.srv.opts.Engine.Prepare(qctx, c.sess, stmts[0], m.ParameterOIDs)
 		c.setRunning(nil)
@@ -500,7 +522,7 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 		return nil
 	}
 	if pt.res == nil {
-		pt.ctx, pt.cancel = context.WithCancelCause(c.ctx)
+		pt.ctx, pt.cancel = c.statementContext()
 	}
 	c.setRunning(pt.cancel)
 	defer c.setRunning(nil)

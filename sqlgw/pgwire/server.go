@@ -13,14 +13,22 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/floe-lake/floe/loginlimit"
 )
 
 // Defaults for Options.
 const (
 	DefaultMaxMessageSize = 16 << 20
 	DefaultMaxConnections = 256
-	DefaultStartupTimeout = 30 * time.Second
+	DefaultStartupTimeout = 10 * time.Second
 	DefaultServerVersion  = "16.0 (Floe)"
+	// DefaultMaxUnauthenticated bounds, per listener, the connections that
+	// have not authenticated yet.
+	DefaultMaxUnauthenticated = 512
+	// DefaultMaxUnauthenticatedPerIP bounds, per listener, the connections
+	// from one client address (an IPv6 /64) that have not authenticated.
+	DefaultMaxUnauthenticatedPerIP = 128
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -43,10 +51,32 @@ type Options struct {
 	// allocates a message's buffer from its length prefix, so this bounds
 	// memory per connection. Before login the bound is 16 KiB.
 	MaxMessageSize int
-	// MaxConnections bounds concurrent sessions (default
-	// DefaultMaxConnections); further logins get SQLSTATE 53300. Cancel
-	// requests are always served.
+	// MaxConnections bounds concurrent authenticated sessions (default
+	// DefaultMaxConnections); further logins get SQLSTATE 53300 once they
+	// authenticated. Cancel requests are always served.
 	MaxConnections int
+	// MaxUnauthenticated bounds, per listener, the connections that have
+	// not authenticated yet (default DefaultMaxUnauthenticated). A new
+	// connection beyond it evicts the oldest waiting one, so that clients
+	// stalling at the password prompt cannot keep out one that answers at
+	// once.
+	MaxUnauthenticated int
+	// MaxUnauthenticatedPerIP is MaxUnauthenticated for the connections
+	// from one client address, an IPv6 /64 (default
+	// DefaultMaxUnauthenticatedPerIP); it too evicts the oldest.
+	MaxUnauthenticatedPerIP int
+	// LoginFailuresPerMinute is how many failed logins (wrong password or
+	// token, SQLSTATE 28P01) one user may have from one client address per
+	// minute, and in a burst, before further logins of that user from that
+	// address are refused without checking a password (SQLSTATE
+	// CodeLoginThrottled) until the budget refills. 0 or negative: no limit.
+	LoginFailuresPerMinute int
+	// Now is the clock of the login limiter (default time.Now).
+	Now func() time.Time
+	// MaxStatementTimeout bounds every statement's run (SQLSTATE 57014
+	// when it expires): a session's statement_timeout above it, or 0 (none),
+	// is taken as this. 0 means no server bound.
+	MaxStatementTimeout time.Duration
 	// IdleTimeout ends a session that sends nothing for this long
 	// (SQLSTATE 57P05); 0 means never.
 	IdleTimeout time.Duration
@@ -66,8 +96,9 @@ type Server struct {
 
 	nextID   atomic.Uint64
 	closing  atomic.Bool
+	limiter  *loginlimit.Limiter // nil: logins are not limited
 	mu       sync.Mutex
-	lns      map[net.Listener]struct{}
+	lns      map[net.Listener]*gate
 	conns    map[*conn]struct{}
 	byPID    map[uint32]*conn
 	sessions int
@@ -94,6 +125,18 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxConnections <= 0 {
 		opts.MaxConnections = DefaultMaxConnections
 	}
+	if opts.MaxUnauthenticated <= 0 {
+		opts.MaxUnauthenticated = DefaultMaxUnauthenticated
+	}
+	if opts.MaxUnauthenticatedPerIP <= 0 {
+		opts.MaxUnauthenticatedPerIP = DefaultMaxUnauthenticatedPerIP
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxStatementTimeout < 0 {
+		opts.MaxStatementTimeout = 0
+	}
 	if opts.StartupTimeout <= 0 {
 		opts.StartupTimeout = DefaultStartupTimeout
 	}
@@ -101,11 +144,12 @@ func New(opts Options) (*Server, error) {
 		opts.ServerVersion = DefaultServerVersion
 	}
 	return &Server{
-		opts:  opts,
-		log:   opts.Logger,
-		lns:   map[net.Listener]struct{}{},
-		conns: map[*conn]struct{}{},
-		byPID: map[uint32]*conn{},
+		opts:    opts,
+		log:     opts.Logger,
+		limiter: loginlimit.New(loginlimit.Options{PerMinute: opts.LoginFailuresPerMinute, Now: opts.Now}),
+		lns:     map[net.Listener]*gate{},
+		conns:   map[*conn]struct{}{},
+		byPID:   map[uint32]*conn{},
 	}, nil
 }
 
@@ -119,7 +163,8 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return ErrServerClosed
 	}
-	s.lns[l] = struct{}{}
+	g := newGate(s.opts.MaxUnauthenticated, s.opts.MaxUnauthenticatedPerIP)
+	s.lns[l] = g
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -144,7 +189,7 @@ func (s *Server) Serve(l net.Listener) error {
 			continue
 		}
 		backoff = 0
-		c := s.newConn(nc)
+		c := s.newConn(nc, g)
 		if c == nil {
 			nc.Close()
 			return ErrServerClosed
@@ -153,8 +198,10 @@ func (s *Server) Serve(l net.Listener) error {
 	}
 }
 
-// newConn registers a connection; nil when the server is closing.
-func (s *Server) newConn(nc net.Conn) *conn {
+// newConn registers a connection as waiting to authenticate at g,
+// evicting the oldest waiting one of g or of its address when a cap is
+// reached; nil when the server is closing.
+func (s *Server) newConn(nc net.Conn, g *gate) *conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing.Load() {
@@ -163,11 +210,28 @@ func (s *Server) newConn(nc net.Conn) *conn {
 	c := newConn(s, nc)
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
+	for _, old := range g.add(c, addrKey(nc.RemoteAddr())) {
+		old.log.Debug("pgwire: evicted a connection waiting to authenticate")
+		old.evict()
+	}
 	return c
+}
+
+// Unauthenticated returns the number of connections that have not
+// authenticated yet, over all listeners.
+func (s *Server) Unauthenticated() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, g := range s.lns {
+		n += g.all.Len()
+	}
+	return n
 }
 
 func (s *Server) dropConn(c *conn) {
 	s.mu.Lock()
+	c.gate.remove(c)
 	delete(s.conns, c)
 	if c.pid != 0 && s.byPID[c.pid] == c {
 		delete(s.byPID, c.pid)
@@ -179,8 +243,9 @@ func (s *Server) dropConn(c *conn) {
 	s.wg.Done()
 }
 
-// admit counts a new session against MaxConnections and gives it a unique
-// process id and secret key of keyLen bytes.
+// admit counts a new, authenticated session against MaxConnections (it no
+// longer waits to authenticate) and gives it a unique process id and
+// secret key of keyLen bytes.
 func (s *Server) admit(c *conn, keyLen int) (bool, error) {
 	secret := make([]byte, keyLen)
 	if _, err := rand.Read(secret); err != nil {
@@ -188,6 +253,7 @@ func (s *Server) admit(c *conn, keyLen int) (bool, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	c.gate.remove(c)
 	if s.sessions >= s.opts.MaxConnections {
 		return false, nil
 	}

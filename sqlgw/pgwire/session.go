@@ -1,6 +1,8 @@
 package pgwire
 
 import (
+	"errors"
+	"math"
 	"net"
 	"sort"
 	"strconv"
@@ -79,6 +81,7 @@ type Session struct {
 	loc      *time.Location
 	notices  []*Error
 	sent     map[string]string // reported values last sent to the client
+	timeout  time.Duration     // statement_timeout; 0: none
 }
 
 // NewSession returns a session for a front end other than the wire
@@ -134,7 +137,67 @@ func (s *Session) SetSetting(name, value string) error {
 	if loc != nil {
 		s.loc = loc
 	}
+	if key == "statement_timeout" {
+		s.timeout, _ = parseTimeout(v)
+	}
 	return nil
+}
+
+// StatementTimeout returns the session's statement_timeout; 0 means none
+// (pgwire then applies Options.MaxStatementTimeout alone).
+func (s *Session) StatementTimeout() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.timeout
+}
+
+// maxTimeout is PostgreSQL's bound of statement_timeout (INT_MAX ms).
+const maxTimeout = math.MaxInt32 * time.Millisecond
+
+// timeoutUnits are the units of a statement_timeout value, as PostgreSQL
+// reads them; a bare number is milliseconds.
+var timeoutUnits = map[string]time.Duration{
+	"": time.Millisecond, "us": time.Microsecond, "ms": time.Millisecond, "s": time.Second,
+	"min": time.Minute, "h": time.Hour, "d": 24 * time.Hour,
+}
+
+// parseTimeout reads a statement_timeout value ("100", "100ms", "1.5 s",
+// "5min", ...), rounded to milliseconds.
+func parseTimeout(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	i := strings.IndexFunc(v, func(r rune) bool { return (r < '0' || r > '9') && r != '.' && r != '-' && r != '+' })
+	if i < 0 {
+		i = len(v)
+	}
+	n, err := strconv.ParseFloat(v[:i], 64)
+	unit, ok := timeoutUnits[strings.TrimSpace(v[i:])]
+	if err != nil || !ok || math.IsNaN(n) {
+		return 0, errBadTimeout
+	}
+	ms := math.Round(n * float64(unit) / float64(time.Millisecond))
+	if ms < 0 || ms > float64(maxTimeout/time.Millisecond) {
+		return 0, errBadTimeout
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+var errBadTimeout = errors.New("invalid statement_timeout")
+
+// formatTimeout shows a timeout as PostgreSQL does: in the largest unit
+// that holds it exactly.
+func formatTimeout(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	for _, u := range []struct {
+		name string
+		d    time.Duration
+	}{{"d", 24 * time.Hour}, {"h", time.Hour}, {"min", time.Minute}, {"s", time.Second}} {
+		if d%u.d == 0 {
+			return strconv.FormatInt(int64(d/u.d), 10) + u.name
+		}
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
 }
 
 // checkSetting normalizes the settings pgwire depends on.
@@ -173,6 +236,14 @@ func checkSetting(key, value string) (string, *time.Location, error) {
 				Message: "invalid value for parameter \"TimeZone\": \"" + value + "\""}
 		}
 		return loc.String(), loc, nil
+	case "statement_timeout":
+		d, err := parseTimeout(value)
+		if err != nil {
+			return "", nil, &Error{Code: CodeInvalidParameterValue,
+				Message: "invalid value for parameter \"statement_timeout\": \"" + value + "\"",
+				Hint:    "Valid units for this parameter are \"us\", \"ms\", \"s\", \"min\", \"h\", and \"d\"; the range is 0 to 2147483647 ms."}
+		}
+		return formatTimeout(d), nil, nil
 	case "standard_conforming_strings":
 		if !strings.EqualFold(value, "on") && !strings.EqualFold(value, "true") {
 			return "", nil, &Error{Code: CodeFeatureNotSupported, Message: "standard_conforming_strings cannot be turned off"}
