@@ -114,6 +114,9 @@ credential once.`,
 	sqlListen := cmd.Flags().String("sql-listen", app.Defaults().SQLListen, "SQL endpoint (PostgreSQL wire protocol) listen address, or off (env FLOE_SQL_LISTEN)")
 	publicURL := cmd.Flags().String("public-url", "", "URL clients reach this server at; the OAuth issuer (env FLOE_PUBLIC_URL; default http://<listen>)")
 	auditEvery := cmd.Flags().Duration("audit-export-interval", app.Defaults().AuditExportInterval, "how often the audit log is appended to the Iceberg table system.audit; 0 = off (env FLOE_AUDIT_EXPORT_INTERVAL)")
+	memLimit := cmd.Flags().String("memory-limit", app.Defaults().MemoryLimit, "Go soft memory limit: a size (2GiB), a share of the machine's or cgroup's memory (75%), or off (env FLOE_MEMORY_LIMIT; GOMEMLIMIT wins)")
+	gcPercent := cmd.Flags().Int("gc-percent", app.Defaults().GCPercent, "garbage collector target percentage (env FLOE_GC_PERCENT; GOGC wins)")
+	metaCache := cmd.Flags().Int64("metadata-cache-bytes", app.Defaults().MetadataCacheBytes, "bound on the estimated resident memory of cached parsed metadata and SQL scan plans (env FLOE_METADATA_CACHE_BYTES)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := load()
 		if err != nil {
@@ -152,8 +155,20 @@ credential once.`,
 		if cmd.Flags().Changed("audit-export-interval") {
 			cfg.AuditExportInterval = *auditEvery
 		}
+		if cmd.Flags().Changed("memory-limit") {
+			cfg.MemoryLimit = *memLimit
+		}
+		if cmd.Flags().Changed("gc-percent") {
+			cfg.GCPercent = *gcPercent
+		}
+		if cmd.Flags().Changed("metadata-cache-bytes") {
+			cfg.MetadataCacheBytes = *metaCache
+		}
 		log, err := newLogger(cfg, stderr)
 		if err != nil {
+			return err
+		}
+		if _, err := app.ApplyMemory(cfg, getenv, log); err != nil {
 			return err
 		}
 		ctx := cmd.Context()
