@@ -49,6 +49,7 @@ func (a *App) startSQL(ctx context.Context) error {
 		MemoryLimit:     cfg.SQLMemoryLimit,
 		Threads:         cfg.SQLThreads,
 		TableCacheBytes: cfg.SQLTableCacheBytes,
+		PlanCacheBytes:  cfg.MetadataCacheBytes / 4,
 		Audit:           a.events.Record,
 		Logger:          a.log,
 	}

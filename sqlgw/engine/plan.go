@@ -167,7 +167,7 @@ func (e *Engine) planFiles(ctx context.Context, tbl *table.Table, snapshot int64
 		return nil, fmt.Errorf("plan files of %s: %w", strings.Join(tbl.Identifier(), "."), err)
 	}
 	tasks = lake.WholeFiles(tasks)
-	e.plans.Add(key, tasks)
+	e.plans.Add(key, tasks, len(tbl.Schema().Fields()))
 	return tasks, nil
 }
 
