@@ -87,10 +87,10 @@ type cached struct {
 // TestEstimateCoversResidentSize, all of it together is 3.1-4.0 times the
 // compact JSON (snapshot-heavy metadata about 3.2, a 2,000-column schema
 // 4.0, a full metadata log 3.1); the estimate charges 4.5 times, an upper
-// bound with a small margin, plus a fixed overhead per entry.
+// bound with a small margin, plus 1 KiB per entry.
 const (
 	residentPerJSONByte = 4.5
-	residentPerEntry    = 2 << 10
+	residentPerEntry    = 1 << 10
 )
 
 // size is the estimated resident memory of the entry in bytes.
