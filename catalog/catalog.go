@@ -38,7 +38,8 @@ type Options struct {
 	CommitRetries int
 	// MetadataCacheEntries bounds the cache of parsed metadata files (default 4096).
 	MetadataCacheEntries int
-	// MetadataCacheBytes bounds the metadata JSON held by that cache (default 256 MiB).
+	// MetadataCacheBytes bounds the estimated resident memory of that cache,
+	// parsed metadata included (default 96 MiB; see metaCache).
 	MetadataCacheBytes int64
 }
 
@@ -68,7 +69,7 @@ func New(store Store, io FileIO, opts Options) *Catalog {
 		opts.MetadataCacheEntries = 4096
 	}
 	if opts.MetadataCacheBytes <= 0 {
-		opts.MetadataCacheBytes = 256 << 20
+		opts.MetadataCacheBytes = 96 << 20
 	}
 	return &Catalog{store: store, io: io, log: opts.Logger, now: opts.Now,
 		retries: opts.CommitRetries, cache: newMetaCache(opts.MetadataCacheEntries, opts.MetadataCacheBytes),

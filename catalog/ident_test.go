@@ -101,24 +101,3 @@ func FuzzNamespaceKey(f *testing.F) {
 		}
 	})
 }
-
-func TestMetaCache_ByteBound(t *testing.T) {
-	m := newMetaCache(100, 1000)
-	entry := func(n int) cached { return cached{table: &TableState{JSON: make([]byte, n)}} }
-	for i := 0; i < 10; i++ {
-		m.add(string(rune('a'+i)), entry(200))
-	}
-	if m.bytes > 1000 || m.c.Len() != 5 {
-		t.Fatalf("cache holds %d bytes in %d entries, want <= 1000 bytes in 5", m.bytes, m.c.Len())
-	}
-	if _, ok := m.c.Get("j"); !ok {
-		t.Error("newest entry evicted")
-	}
-	if _, ok := m.c.Get("a"); ok {
-		t.Error("oldest entry kept")
-	}
-	m.add("huge", entry(600))
-	if m.c.Contains("huge") {
-		t.Error("an entry larger than a quarter of the bound was cached")
-	}
-}

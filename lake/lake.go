@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"reflect"
 	"slices"
 
 	icebergio "github.com/apache/iceberg-go/io"
@@ -96,6 +98,7 @@ func (c *catalogIO) CommitTable(ctx context.Context, ident table.Identifier, req
 	if err != nil {
 		return nil, "", err
 	}
+	detachSnapshots(updates)
 	st, err := c.l.tables.CommitTable(ctx, c.wh, catalog.TableCommit{Ident: id, Requirements: reqs, Updates: updates})
 	if err != nil {
 		if floe.KindOf(err) == floe.Conflict {
@@ -115,4 +118,48 @@ func identOf(ident table.Identifier) (catalog.Ident, error) {
 	}
 	n := len(ident) - 1
 	return catalog.Ident{Namespace: catalog.Namespace(slices.Clone(ident[:n])), Name: ident[n]}, nil
+}
+
+// detachSnapshots gives the snapshot of every add-snapshot update its own
+// copies of the values its pointer fields share with the transaction that
+// produced it. iceberg-go's snapshot producer points a new snapshot's
+// schema-id and parent-snapshot-id into the transaction (its metadata
+// builder, which holds the base metadata); the catalog copies the snapshot
+// into the new metadata it caches, so without this every committed version
+// would keep the one before it alive, and a table's history would hold
+// memory quadratic in its snapshot count.
+func detachSnapshots(updates []table.Update) {
+	for _, u := range updates {
+		if u.Action() != table.UpdateAddSnapshot {
+			continue
+		}
+		v := reflect.ValueOf(u)
+		if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+			continue
+		}
+		f := v.Elem().FieldByName("Snapshot")
+		if !f.IsValid() || !f.CanInterface() {
+			continue
+		}
+		snap, ok := f.Interface().(*table.Snapshot)
+		if !ok || snap == nil {
+			continue
+		}
+		snap.ParentSnapshotID = clonePtr(snap.ParentSnapshotID)
+		snap.SchemaID = clonePtr(snap.SchemaID)
+		snap.FirstRowID = clonePtr(snap.FirstRowID)
+		snap.AddedRows = clonePtr(snap.AddedRows)
+		snap.ManifestLocations = slices.Clone(snap.ManifestLocations)
+		if snap.Summary != nil {
+			snap.Summary = &table.Summary{Operation: snap.Summary.Operation, Properties: maps.Clone(snap.Summary.Properties)}
+		}
+	}
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

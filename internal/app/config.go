@@ -200,6 +200,23 @@ type Config struct {
 	// refills (env FLOE_SQL_LOGIN_FAILURES_PER_MINUTE, default 10; negative
 	// disables the limit).
 	SQLLoginFailuresPerMinute int `yaml:"sql_login_failures_per_minute"`
+	// MemoryLimit is the Go runtime's soft memory limit (env
+	// FLOE_MEMORY_LIMIT; GOMEMLIMIT in the environment wins): a size such
+	// as 2GiB, a share of the memory available to the process such as 75%
+	// (of the lower of the machine's memory and its cgroup limit; the
+	// default), or off. Near the limit the collector runs more often
+	// instead of letting the heap grow. See docs/operations.md, "Memory".
+	MemoryLimit string `yaml:"memory_limit"`
+	// GCPercent is the garbage collector's target percentage (env
+	// FLOE_GC_PERCENT, default 100; GOGC in the environment wins; -1 turns
+	// the collector off until the memory limit is reached).
+	GCPercent int `yaml:"gc_percent"`
+	// MetadataCacheBytes bounds the estimated resident memory of the parsed
+	// metadata Floe caches (env FLOE_METADATA_CACHE_BYTES, default 128 MiB):
+	// three quarters for table and view metadata files, one quarter for the
+	// SQL endpoint's scan plans. The estimate includes the parsed form, not
+	// just the JSON.
+	MetadataCacheBytes int64 `yaml:"metadata_cache_bytes"`
 	// MaintenanceJobs names the jobs the background scheduler runs (env
 	// FLOE_MAINTENANCE_JOBS, comma-separated; default all: expire-snapshots,
 	// compact, rewrite-manifests, remove-orphans, lifecycle). See docs/maintenance.md.
@@ -302,6 +319,9 @@ func Defaults() Config {
 		SQLMaxUnauthenticatedPerIP: 128,
 		SQLMaxConnections:          256,
 		SQLLoginFailuresPerMinute:  10,
+		MemoryLimit:                DefaultMemoryLimit,
+		GCPercent:                  DefaultGCPercent,
+		MetadataCacheBytes:         DefaultMetadataCacheBytes,
 	}
 }
 
@@ -351,7 +371,16 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	str("FLOE_SQL_TLS_CERT", &c.SQLTLSCert)
 	str("FLOE_SQL_TLS_KEY", &c.SQLTLSKey)
 	str("FLOE_SQL_MEMORY_LIMIT", &c.SQLMemoryLimit)
-	for name, dst := range map[string]*int64{"FLOE_SQL_CACHE_BYTES": &c.SQLCacheBytes, "FLOE_SQL_TABLE_CACHE_BYTES": &c.SQLTableCacheBytes} {
+	str("FLOE_MEMORY_LIMIT", &c.MemoryLimit)
+	if v := getenv("FLOE_GC_PERCENT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("FLOE_GC_PERCENT: %w", err)
+		}
+		c.GCPercent = n
+	}
+	for name, dst := range map[string]*int64{"FLOE_SQL_CACHE_BYTES": &c.SQLCacheBytes, "FLOE_SQL_TABLE_CACHE_BYTES": &c.SQLTableCacheBytes,
+		"FLOE_METADATA_CACHE_BYTES": &c.MetadataCacheBytes} {
 		if v := getenv(name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
@@ -502,6 +531,16 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("sql_startup_timeout %s: must be at least 100ms", c.SQLStartupTimeout)
 	case c.SQLMaxUnauthenticated < 1 || c.SQLMaxUnauthenticatedPerIP < 1 || c.SQLMaxConnections < 1:
 		return fmt.Errorf("sql_max_unauthenticated, sql_max_unauthenticated_per_ip and sql_max_connections must be at least 1")
+	case c.GCPercent < -1 || c.GCPercent == 0:
+		return fmt.Errorf("gc_percent %d: must be positive, or -1 (collect only at the memory limit)", c.GCPercent)
+	case c.MetadataCacheBytes < 1<<20:
+		return fmt.Errorf("metadata_cache_bytes %d: must be at least 1 MiB", c.MetadataCacheBytes)
+	}
+	if c.MemoryLimit == "" {
+		c.MemoryLimit = DefaultMemoryLimit
+	}
+	if _, _, err := parseMemoryLimit(c.MemoryLimit); err != nil {
+		return err
 	}
 	if err := c.HTTP.validate(); err != nil {
 		return err

@@ -57,6 +57,11 @@ func TestConfig_Invalid(t *testing.T) {
 		{name: "s3 public url", env: map[string]string{"FLOE_S3_PUBLIC_URL": "http://h:1/path"}, want: "s3_public_url"},
 		{name: "audit export interval", env: map[string]string{"FLOE_AUDIT_EXPORT_INTERVAL": "50ms"}, want: "audit_export_interval"},
 		{name: "negative audit export interval", edit: func(c *Config) { c.AuditExportInterval = -time.Second }, want: "audit_export_interval"},
+		{name: "memory limit", env: map[string]string{"FLOE_MEMORY_LIMIT": "lots"}, want: "memory_limit"},
+		{name: "memory limit share", yaml: "memory_limit: 0%\n", want: "memory_limit"},
+		{name: "gc percent", env: map[string]string{"FLOE_GC_PERCENT": "0"}, want: "gc_percent"},
+		{name: "gc percent not a number", env: map[string]string{"FLOE_GC_PERCENT": "lots"}, want: "FLOE_GC_PERCENT"},
+		{name: "metadata cache", env: map[string]string{"FLOE_METADATA_CACHE_BYTES": "1000"}, want: "metadata_cache_bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,5 +86,35 @@ func TestConfig_Invalid(t *testing.T) {
 				t.Fatalf("error %v, want one mentioning %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestConfig_Memory checks the memory settings' defaults and that each
+// source sets them.
+func TestConfig_Memory(t *testing.T) {
+	c := Defaults()
+	if c.MemoryLimit != "75%" || c.GCPercent != 100 || c.MetadataCacheBytes != 128<<20 {
+		t.Errorf("defaults: memory_limit %q gc_percent %d metadata_cache_bytes %d", c.MemoryLimit, c.GCPercent, c.MetadataCacheBytes)
+	}
+	f := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(f, []byte("memory_limit: 1GiB\ngc_percent: 150\nmetadata_cache_bytes: 33554432\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.LoadFile(f); err != nil {
+		t.Fatal(err)
+	}
+	if c.MemoryLimit != "1GiB" || c.GCPercent != 150 || c.MetadataCacheBytes != 32<<20 {
+		t.Errorf("from YAML: %q %d %d", c.MemoryLimit, c.GCPercent, c.MetadataCacheBytes)
+	}
+	env := map[string]string{"FLOE_MEMORY_LIMIT": "60%", "FLOE_GC_PERCENT": "200", "FLOE_METADATA_CACHE_BYTES": "67108864"}
+	if err := c.LoadEnv(func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	c.DataDir = t.TempDir()
+	if err := c.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if c.MemoryLimit != "60%" || c.GCPercent != 200 || c.MetadataCacheBytes != 64<<20 {
+		t.Errorf("from env: %q %d %d", c.MemoryLimit, c.GCPercent, c.MetadataCacheBytes)
 	}
 }

@@ -50,6 +50,7 @@ func (a *App) startSQL(ctx context.Context) error {
 		Threads:         cfg.SQLThreads,
 		TableCacheBytes: cfg.SQLTableCacheBytes,
 		CacheFiles:      cfg.SQLCacheFiles,
+		PlanCacheBytes:  cfg.MetadataCacheBytes / 4,
 		Audit:           a.events.Record,
 		Logger:          a.log,
 	}

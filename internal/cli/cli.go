@@ -119,6 +119,9 @@ credential once.`,
 	auditKeep := cmd.Flags().Duration("audit-retention", app.Defaults().AuditRetention, "how long audit records stay in the store; older ones are pruned behind a signed checkpoint; 0 = forever (env FLOE_AUDIT_RETENTION)")
 	auditPruneEvery := cmd.Flags().Duration("audit-prune-interval", app.Defaults().AuditPruneInterval, "how often expired audit records are pruned (env FLOE_AUDIT_PRUNE_INTERVAL)")
 	auditPruneBatch := cmd.Flags().Int("audit-prune-batch", app.Defaults().AuditPruneBatch, "most audit records one prune transaction deletes (env FLOE_AUDIT_PRUNE_BATCH)")
+	memLimit := cmd.Flags().String("memory-limit", app.Defaults().MemoryLimit, "Go soft memory limit: a size (2GiB), a share of the machine's or cgroup's memory (75%), or off (env FLOE_MEMORY_LIMIT; GOMEMLIMIT wins)")
+	gcPercent := cmd.Flags().Int("gc-percent", app.Defaults().GCPercent, "garbage collector target percentage (env FLOE_GC_PERCENT; GOGC wins)")
+	metaCache := cmd.Flags().Int64("metadata-cache-bytes", app.Defaults().MetadataCacheBytes, "bound on the estimated resident memory of cached parsed metadata and SQL scan plans (env FLOE_METADATA_CACHE_BYTES)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := load()
 		if err != nil {
@@ -170,8 +173,20 @@ credential once.`,
 		if cmd.Flags().Changed("audit-prune-batch") {
 			cfg.AuditPruneBatch = *auditPruneBatch
 		}
+		if cmd.Flags().Changed("memory-limit") {
+			cfg.MemoryLimit = *memLimit
+		}
+		if cmd.Flags().Changed("gc-percent") {
+			cfg.GCPercent = *gcPercent
+		}
+		if cmd.Flags().Changed("metadata-cache-bytes") {
+			cfg.MetadataCacheBytes = *metaCache
+		}
 		log, err := newLogger(cfg, stderr)
 		if err != nil {
+			return err
+		}
+		if _, err := app.ApplyMemory(cfg, getenv, log); err != nil {
 			return err
 		}
 		ctx := cmd.Context()

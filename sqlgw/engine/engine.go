@@ -18,7 +18,6 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/duckdb/duckdb-go/v2"
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
@@ -97,6 +96,9 @@ type Options struct {
 	// table qualifies when its files total at most a quarter of it
 	// (default DefaultTableCacheBytes; negative: off).
 	TableCacheBytes int64
+	// PlanCacheBytes bounds the estimated memory of the scan plans the
+	// engine caches (default DefaultPlanCacheBytes).
+	PlanCacheBytes int64
 	// Audit receives one event per query; nil drops them.
 	Audit func(context.Context, audit.Event)
 	// Logger receives structured logs; nil discards them.
@@ -113,7 +115,7 @@ type Engine struct {
 	opts     Options
 	log      *slog.Logger
 	files    *fileCache
-	plans    *lru.Cache[planKey, []table.FileScanTask]
+	plans    *planCache
 	filterOK sync.Map // row filter text -> bool
 	queries  atomic.Uint64
 	kept     tableCacheCounters
@@ -144,7 +146,10 @@ func New(opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	plans, err := lru.New[planKey, []table.FileScanTask](defaultPlanEntries)
+	if opts.PlanCacheBytes <= 0 {
+		opts.PlanCacheBytes = DefaultPlanCacheBytes
+	}
+	plans, err := newPlanCache(defaultPlanEntries, opts.PlanCacheBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -177,7 +177,7 @@ func (e *Engine) planFiles(ctx context.Context, tbl *table.Table, snapshot int64
 		return nil, err
 	}
 	tasks = lake.WholeFiles(tasks)
-	e.plans.Add(key, tasks)
+	e.plans.Add(key, tasks, len(tbl.Schema().Fields()))
 	return tasks, nil
 }
 

@@ -1,0 +1,125 @@
+package app
+
+import (
+	"io/fs"
+	"log/slog"
+	"math"
+	"runtime/debug"
+	"testing"
+)
+
+// files is a fake readFile over a map.
+type files map[string]string
+
+func (f files) read(p string) ([]byte, error) {
+	if s, ok := f[p]; ok {
+		return []byte(s), nil
+	}
+	return nil, fs.ErrNotExist
+}
+
+const meminfo = "MemTotal:       16777216 kB\nMemFree:         1234 kB\n" // 16 GiB
+
+func TestMemoryLimitBytes(t *testing.T) {
+	tests := []struct {
+		name, setting string
+		files         files
+		want          int64
+		wantErr       bool
+	}{
+		{"share of the machine", "75%", files{"/proc/meminfo": meminfo}, 12 << 30, false},
+		{"cgroup v2 limit lower", "50%", files{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory.max": "4294967296\n"}, 2 << 30, false},
+		{"cgroup v2 max", "50%", files{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory.max": "max\n"}, 8 << 30, false},
+		{"cgroup v1 limit", "100%", files{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory/memory.limit_in_bytes": "1073741824"}, 1 << 30, false},
+		{"cgroup v1 unlimited", "100%", files{"/proc/meminfo": meminfo, "/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712"}, 16 << 30, false},
+		{"size", "1536MiB", nil, 1536 << 20, false},
+		{"decimal size", "2GB", nil, 2e9, false},
+		{"plain bytes", "104857600", nil, 100 << 20, false},
+		{"off", "off", nil, math.MaxInt64, false},
+		{"too small", "1MiB", nil, 0, true},
+		{"zero share", "0%", files{"/proc/meminfo": meminfo}, 0, true},
+		{"share over 100", "150%", files{"/proc/meminfo": meminfo}, 0, true},
+		{"NaN share", "NaN%", files{"/proc/meminfo": meminfo}, 0, true},
+		{"no meminfo", "75%", files{}, 0, true},
+		{"garbage", "lots", nil, 0, true},
+		{"unknown unit", "5 parsecs", nil, 0, true},
+		{"overflow", "9999999999TiB", nil, 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := MemoryLimitBytes(tc.setting, tc.files.read)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("MemoryLimitBytes(%q) error %v, want error %v", tc.setting, err, tc.wantErr)
+			}
+			if !tc.wantErr && got != tc.want {
+				t.Errorf("MemoryLimitBytes(%q) = %d, want %d", tc.setting, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzParseBytes: ParseBytes never panics, never returns a negative size,
+// and accepts exactly what has a known unit and fits in an int64.
+func FuzzParseBytes(f *testing.F) {
+	for _, s := range []string{"1", "512MiB", "2GB", " 3 kib ", "-1", "9223372036854775807", "1TiB", "x", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseBytes(s)
+		if err == nil && n < 0 {
+			t.Fatalf("ParseBytes(%q) = %d", s, n)
+		}
+		if _, _, err := parseMemoryLimit(s); err == nil {
+			if n, _ := MemoryLimitBytes(s, files{"/proc/meminfo": meminfo}.read); n <= 0 {
+				t.Fatalf("MemoryLimitBytes(%q) = %d", s, n)
+			}
+		}
+	})
+}
+
+// TestApplyMemory checks that the settings reach the runtime, that GOGC and
+// GOMEMLIMIT from the environment win, and restores the runtime afterwards.
+func TestApplyMemory(t *testing.T) {
+	oldGC, oldLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetGCPercent(oldGC); debug.SetMemoryLimit(oldLimit) })
+	log := slog.New(slog.DiscardHandler)
+
+	cfg := Defaults()
+	cfg.MemoryLimit, cfg.GCPercent = "300MiB", 150
+	s, err := ApplyMemory(cfg, func(string) string { return "" }, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 300<<20 || s.Limit != 300<<20 || s.LimitFrom != "memory_limit" {
+		t.Errorf("memory limit %d (reported %d from %s), want %d from memory_limit", got, s.Limit, s.LimitFrom, 300<<20)
+	}
+	if got := debug.SetGCPercent(150); got != 150 || s.GCFrom != "gc_percent" {
+		t.Errorf("GC percent %d from %s, want 150 from gc_percent", got, s.GCFrom)
+	}
+
+	// The environment wins: the runtime read GOGC/GOMEMLIMIT at start (set
+	// here by hand), and ApplyMemory leaves them as they are.
+	debug.SetGCPercent(77)
+	debug.SetMemoryLimit(200 << 20)
+	env := map[string]string{"GOGC": "77", "GOMEMLIMIT": "200MiB"}
+	s, err = ApplyMemory(cfg, func(k string) string { return env[k] }, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 200<<20 || s.LimitFrom != "GOMEMLIMIT" {
+		t.Errorf("memory limit %d from %s, want GOMEMLIMIT's %d", got, s.LimitFrom, 200<<20)
+	}
+	if got := debug.SetGCPercent(77); got != 77 || s.GCPercent != 77 || s.GCFrom != "GOGC" {
+		t.Errorf("GC percent %d (reported %d from %s), want GOGC's 77", got, s.GCPercent, s.GCFrom)
+	}
+
+	for _, bad := range []Config{{MemoryLimit: "lots", GCPercent: 100}, {MemoryLimit: "1GiB", GCPercent: 0}} {
+		if _, err := ApplyMemory(bad, func(string) string { return "" }, log); err == nil {
+			t.Errorf("ApplyMemory(%+v) accepted", bad)
+		}
+	}
+	if _, err := ApplyMemory(Config{MemoryLimit: "1GiB", GCPercent: 100}, func(string) string { return "" }, log); err != nil {
+		t.Errorf("valid config refused: %v", err)
+	}
+
+}
