@@ -2,6 +2,7 @@ package authz
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/catalog"
 )
 
 // Store persists grants, roles, memberships and tags. Every mutation
@@ -52,6 +54,10 @@ type Store interface {
 	// DeleteTags removes the given keys of t's own tags and returns how many
 	// existed.
 	DeleteTags(ctx context.Context, t TagTarget, keys []string) (int, error)
+	// PutColumnBindings stores column bindings, keeping (not replacing) any
+	// binding of the same scope, table and name stored before, and
+	// increments the version only when it stored one.
+	PutColumnBindings(ctx context.Context, bs []ColumnBinding) error
 }
 
 // Options configures an Authorizer. Zero values mean defaults.
@@ -60,16 +66,27 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Tables gives the columns of a table, to bind the column names of a
+	// grant's filter or of a column tag to field ids as the grant or tag
+	// is made; nil leaves the binding to the first read.
+	Tables TableColumnsSource
+}
+
+// TableColumnsSource gives the columns of a table: NotFound if there is
+// none.
+type TableColumnsSource interface {
+	TableColumns(ctx context.Context, wh string, id catalog.Ident) (*TableColumns, error)
 }
 
 // Authorizer holds the current Policy and keeps it fresh, and applies
 // validated mutations to the store. It is safe for concurrent use.
 type Authorizer struct {
-	store Store
-	log   *slog.Logger
-	now   func() time.Time
-	cur   atomic.Pointer[Policy]
-	mu    sync.Mutex // serializes reloads
+	store  Store
+	tables TableColumnsSource
+	log    *slog.Logger
+	now    func() time.Time
+	cur    atomic.Pointer[Policy]
+	mu     sync.Mutex // serializes reloads
 }
 
 // New returns an Authorizer over store. The policy is loaded on first use.
@@ -80,7 +97,7 @@ func New(store Store, opts Options) *Authorizer {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Authorizer{store: store, log: opts.Logger, now: opts.Now}
+	return &Authorizer{store: store, tables: opts.Tables, log: opts.Logger, now: opts.Now}
 }
 
 // Policy returns the current policy. It reads the store's authorization
@@ -140,6 +157,11 @@ func (a *Authorizer) Grant(ctx context.Context, g Grant) (Grant, error) {
 	}
 	if g.CreatedAt.IsZero() {
 		g.CreatedAt = a.now()
+	}
+	if g.On.Kind == KindTable && g.Filter != nil {
+		if err := a.bindNow(ctx, g.ID, g.On, g.Filter.ColumnNames()); err != nil {
+			return Grant{}, err
+		}
 	}
 	if err := a.store.PutGrant(ctx, g); err != nil {
 		return Grant{}, err
@@ -290,7 +312,45 @@ func (a *Authorizer) SetTags(ctx context.Context, t TagTarget, tags map[string]s
 			return err
 		}
 	}
+	if t.Column != "" && t.On.Kind == KindTable {
+		if err := a.bindNow(ctx, TagScope, t.On, []string{t.Column}); err != nil {
+			return err
+		}
+	}
 	return a.store.SetTags(ctx, t, tags)
+}
+
+// bindNow binds names for scope on the table s against its current schema
+// (see ColumnBinding), before the grant or tag that uses them is stored. A
+// table that does not exist (yet) is bound at its first read.
+func (a *Authorizer) bindNow(ctx context.Context, scope string, s Securable, names []string) error {
+	if a.tables == nil || len(names) == 0 {
+		return nil
+	}
+	tc, err := a.tables.TableColumns(ctx, s.Warehouse, catalog.Ident{Namespace: s.Namespace, Name: s.Name})
+	if floe.KindOf(err) == floe.NotFound {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bind the columns of %s: %w", s, err)
+	}
+	p, err := a.Policy(ctx)
+	if err != nil {
+		return err
+	}
+	return a.Bind(ctx, p.BindNow(scope, tc, names))
+}
+
+// Bind stores column bindings made by Policy.BindFilters or BindNow,
+// keeping any binding stored before for the same scope, table and name.
+func (a *Authorizer) Bind(ctx context.Context, bs []ColumnBinding) error {
+	if len(bs) == 0 {
+		return nil
+	}
+	if err := a.store.PutColumnBindings(ctx, bs); err != nil {
+		return fmt.Errorf("store column bindings: %w", err)
+	}
+	return nil
 }
 
 // DeleteTags removes the given keys from t's own tags: NotFound (entity

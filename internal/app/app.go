@@ -107,7 +107,7 @@ func (a *App) init(ctx context.Context) error {
 		return fmt.Errorf("warehouse: %w", err)
 	}
 	a.cat = catalog.New(a.store, io, catalog.Options{Logger: a.log})
-	a.authz = authz.New(a.store, authz.Options{Logger: a.log})
+	a.authz = authz.New(a.store, authz.Options{Logger: a.log, Tables: tableColumns{a.cat}})
 	issuer := cfg.PublicURL
 	if issuer == "" {
 		issuer = "http://" + cfg.Listen // made exact in Start

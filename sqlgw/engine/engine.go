@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/apache/iceberg-go/table"
@@ -105,13 +104,13 @@ type Options struct {
 // at the chosen snapshot, with deletes applied and the caller's data
 // filters enforced. It implements pgwire.Engine and pgwire.SessionHooks.
 type Engine struct {
-	opts     Options
-	log      *slog.Logger
-	files    *fileCache
-	plans    *lru.Cache[planKey, []table.FileScanTask]
-	filterOK sync.Map // row filter text -> bool
-	queries  atomic.Uint64
-	kept     tableCacheCounters
+	opts    Options
+	log     *slog.Logger
+	files   *fileCache
+	plans   *lru.Cache[planKey, []table.FileScanTask]
+	filters *lru.Cache[string, string] // row filter and its column names -> canonical SQL, "" if refused
+	queries atomic.Uint64
+	kept    tableCacheCounters
 }
 
 var (
@@ -140,7 +139,11 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{opts: opts, log: opts.Logger, files: newFileCache(opts.Objects, opts.CacheBytes), plans: plans}, nil
+	filters, err := lru.New[string, string](defaultFilterEntries)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{opts: opts, log: opts.Logger, files: newFileCache(opts.Objects, opts.CacheBytes), plans: plans, filters: filters}, nil
 }
 
 // Close releases the file cache. Sessions must have ended.
