@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -339,6 +340,71 @@ func (a *Authorizer) bindNow(ctx context.Context, scope string, s Securable, nam
 		return err
 	}
 	return a.Bind(ctx, p.BindNow(scope, tc, names))
+}
+
+// BindTable binds, against the table's current columns tc, every name of
+// every data filter that may apply to the table (grants on it, AllTables
+// grants on its namespaces and warehouse, tag-based grants in its
+// warehouse) and of its column tags, keeping bindings made before. The
+// catalog calls it before a commit changes the table's schema, so that no
+// rename, drop or removal of old schemas can happen before a filter is
+// bound: a binding made at a first read after that is never needed.
+func (a *Authorizer) BindTable(ctx context.Context, wh string, id catalog.Ident, tc *TableColumns) error {
+	p, err := a.Policy(ctx)
+	if err != nil {
+		return err
+	}
+	s := Table(wh, id)
+	c := p.newCheck(s)
+	var bs []ColumnBinding
+	for i := range p.grants {
+		g := &p.grants[i]
+		if g.Filter == nil || g.Privilege != Select || g.On.Warehouse != wh {
+			continue
+		}
+		applies := g.IsTagGrant()
+		if !applies {
+			k := g.On.key()
+			for j, ck := range c.chain {
+				if ck == k && (j == len(c.chain)-1 || g.AllTables) {
+					applies = true
+				}
+			}
+		}
+		if applies {
+			bs = append(bs, p.BindNow(g.ID, tc, g.Filter.ColumnNames())...)
+		}
+	}
+	if cols := p.colTags[s.key()]; len(cols) > 0 {
+		bs = append(bs, p.BindNow(TagScope, tc, slices.Sorted(maps.Keys(cols)))...)
+	}
+	return a.Bind(ctx, bs)
+}
+
+// FilterWarnings returns what is wrong with the data filter of a grant on
+// one table, for listings: each column its row filter was bound to that
+// the table no longer has (reads through the grant then fail closed). It
+// returns nil for other grants, when the table cannot be loaded or the
+// filter is not bound yet.
+func (a *Authorizer) FilterWarnings(ctx context.Context, p *Policy, g *Grant) []string {
+	if a.tables == nil || g.On.Kind != KindTable || g.Filter == nil || strings.TrimSpace(g.Filter.RowFilter) == "" {
+		return nil
+	}
+	tc, err := a.tables.TableColumns(ctx, g.On.Warehouse, catalog.Ident{Namespace: g.On.Namespace, Name: g.On.Name})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, ident := range Identifiers(g.Filter.RowFilter) {
+		id, ok := p.bindings[bindKey{scope: g.ID, table: tc.UUID, name: ident}]
+		if !ok || id == AbsentField {
+			continue
+		}
+		if _, ok := tc.NameOf(id); !ok {
+			out = append(out, fmt.Sprintf("the row filter's column %q (field id %d) no longer exists in %s: reads through this grant are refused until it is replaced", ident, id, g.On))
+		}
+	}
+	return out
 }
 
 // Bind stores column bindings made by Policy.BindFilters or BindNow,

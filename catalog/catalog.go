@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/floe-lake/floe"
 )
 
@@ -40,6 +42,12 @@ type Options struct {
 	MetadataCacheEntries int
 	// MetadataCacheBytes bounds the metadata JSON held by that cache (default 256 MiB).
 	MetadataCacheBytes int64
+	// BeforeSchemaChange, when set, is called with a table's current
+	// metadata before a commit that adds, selects or removes a schema is
+	// written; an error fails the commit. Authorization uses it to bind the
+	// column names of data filters and column tags to field ids while the
+	// names still mean what they meant.
+	BeforeSchemaChange func(ctx context.Context, wh string, id Ident, current table.Metadata) error
 }
 
 // Catalog is the catalog service. It is safe for concurrent use.
@@ -50,6 +58,8 @@ type Catalog struct {
 	now     func() time.Time
 	retries int
 	cache   *metaCache
+	// beforeSchemaChange is Options.BeforeSchemaChange.
+	beforeSchemaChange func(ctx context.Context, wh string, id Ident, current table.Metadata) error
 }
 
 // New returns a Catalog over store and io.
@@ -70,7 +80,8 @@ func New(store Store, io FileIO, opts Options) *Catalog {
 		opts.MetadataCacheBytes = 256 << 20
 	}
 	return &Catalog{store: store, io: io, log: opts.Logger, now: opts.Now,
-		retries: opts.CommitRetries, cache: newMetaCache(opts.MetadataCacheEntries, opts.MetadataCacheBytes)}
+		retries: opts.CommitRetries, cache: newMetaCache(opts.MetadataCacheEntries, opts.MetadataCacheBytes),
+		beforeSchemaChange: opts.BeforeSchemaChange}
 }
 
 // Warehouse returns the named warehouse.

@@ -106,7 +106,7 @@ func (a *App) init(ctx context.Context) error {
 	if err := a.store.PutWarehouse(ctx, catalog.Warehouse{Name: cfg.Warehouse, Location: cfg.WarehouseLocation}); err != nil {
 		return fmt.Errorf("warehouse: %w", err)
 	}
-	a.cat = catalog.New(a.store, io, catalog.Options{Logger: a.log})
+	a.cat = catalog.New(a.store, io, catalog.Options{Logger: a.log, BeforeSchemaChange: a.bindBeforeSchemaChange})
 	a.authz = authz.New(a.store, authz.Options{Logger: a.log, Tables: tableColumns{a.cat}})
 	issuer := cfg.PublicURL
 	if issuer == "" {

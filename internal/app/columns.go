@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
 )
@@ -18,4 +20,11 @@ func (t tableColumns) TableColumns(ctx context.Context, wh string, id catalog.Id
 		return nil, err
 	}
 	return authz.ColumnsOf(ts.Metadata), nil
+}
+
+// bindBeforeSchemaChange binds the data filters and column tags that may
+// apply to a table to its field ids before a commit changes its schema
+// (catalog.Options.BeforeSchemaChange).
+func (a *App) bindBeforeSchemaChange(ctx context.Context, wh string, id catalog.Ident, md table.Metadata) error {
+	return a.authz.BindTable(ctx, wh, id, authz.ColumnsOf(md))
 }
