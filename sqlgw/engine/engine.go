@@ -139,7 +139,7 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	filters, err := lru.New[string, string](defaultFilterEntries)
+	filters, err := newFilterCache()
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go/table"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
@@ -18,6 +19,11 @@ import (
 // defaultFilterEntries bounds the cache of checked row filters: one entry
 // per row filter text and naming of its columns.
 const defaultFilterEntries = 1024
+
+// newFilterCache returns the bounded cache of checked row filters.
+func newFilterCache() (*lru.Cache[string, string], error) {
+	return lru.New[string, string](defaultFilterEntries)
+}
 
 // Binder stores column bindings (*authz.Authorizer): a Policies that is
 // one makes the bindings of a filter that meets a table for the first time

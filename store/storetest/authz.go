@@ -268,7 +268,7 @@ func testColumnBindings(t *testing.T, e *env) {
 		t.Fatalf("%d bindings in an empty store", n)
 	}
 	g, err := authz.New(e.s, authz.Options{}).Grant(e.ctx, authz.Grant{Grantee: authz.Principal("bi"), Privilege: authz.Select,
-		On: authz.Table("wh", catalog.Ident{Namespace: catalog.Namespace{"crm"}, Name: "people"}),
+		On:     authz.Table("wh", catalog.Ident{Namespace: catalog.Namespace{"crm"}, Name: "people"}),
 		Filter: &authz.DataFilter{ExcludeColumns: []string{"email"}}})
 	must(t, err)
 	v0 := version()
