@@ -226,7 +226,7 @@ func (p *Policy) bindFilters(sub Subject, s Securable, tc *TableColumns, current
 	c := p.newCheck(s)
 	b := &binder{p: p, tc: tc, current: current}
 	var filters []BoundFilter
-	full := false
+	full, emptied := false, false
 	bind := func(g *Grant, tagInclude, tagExclude []string) {
 		f := BoundFilter{Grant: g.ID, Describe: g.Describe()}
 		if g.Filter != nil {
@@ -262,6 +262,10 @@ func (p *Policy) bindFilters(sub Subject, s Securable, tc *TableColumns, current
 				f.Exclude[id] = true
 			}
 		}
+		if f.Include != nil && len(f.Include) == 0 {
+			emptied = true // no column left to read: this grant gives nothing
+			return
+		}
 		if f.Include == nil && len(f.Exclude) == 0 && strings.TrimSpace(f.RowFilter) == "" {
 			full = true
 			return
@@ -295,6 +299,9 @@ func (p *Policy) bindFilters(sub Subject, s Securable, tc *TableColumns, current
 	})
 	if full {
 		return &Bound{New: b.out}, nil
+	}
+	if len(filters) == 0 && emptied {
+		return nil, floe.E(floe.Forbidden, "privilege", "%s may read no column of %s: the column filters of its SELECT grants leave none", sub, s)
 	}
 	if len(filters) == 0 {
 		return nil, denial(sub, Select, s, p.Effective(sub, s))

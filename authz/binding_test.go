@@ -176,3 +176,17 @@ func TestBindTagsFollowColumns(t *testing.T) {
 		t.Fatalf("new bindings %+v", b.New)
 	}
 }
+
+// TestBindFiltersEmptied: a grant whose included columns do not exist in
+// the table gives no column; with no other grant the read is refused.
+func TestBindFiltersEmptied(t *testing.T) {
+	tbl := authz.Table("wh", catalog.Ident{Namespace: catalog.Namespace{"crm"}, Name: "people"})
+	p, err := authz.NewPolicy(&authz.Snapshot{Grants: []authz.Grant{{ID: "g", Grantee: authz.Principal("a"), Privilege: authz.Select,
+		On: tbl, Filter: &authz.DataFilter{IncludeColumns: []string{"phone"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.BindFilters(authz.Subject{Principal: "a"}, tbl, renamedPeople()); err == nil || !strings.Contains(err.Error(), "may read no column") {
+		t.Fatalf("err %v", err)
+	}
+}
