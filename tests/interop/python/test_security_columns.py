@@ -165,6 +165,10 @@ def test_row_filter_column_dropped_and_readded_fails_closed(floe, catalog, peopl
         time.sleep(0.2)
     assert recs, "no authz.filter_broken audit event"
     assert recs[0]["detail"]["column"] == "region" and recs[0]["outcome"] == "failure", recs[0]
+    # And the grant listing says what is wrong with the grant.
+    listed = _admin(floe, "GET", f"/grants?grantee_kind=principal&grantee={user}")["grants"]
+    assert len(listed) == 1 and listed[0]["id"] == g["id"], listed
+    assert any('"region"' in w for w in listed[0].get("warnings", [])), listed[0]
 
 
 def test_row_filter_follows_renamed_column(floe, people, unique):
