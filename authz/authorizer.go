@@ -2,14 +2,17 @@ package authz
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/catalog"
 )
 
 // Store persists grants, roles, memberships and tags. Every mutation
@@ -57,6 +60,10 @@ type Store interface {
 	// DeleteTags removes the given keys of t's own tags and returns how many
 	// existed.
 	DeleteTags(ctx context.Context, t TagTarget, keys []string) (int, error)
+	// PutColumnBindings stores column bindings, keeping (not replacing) any
+	// binding of the same scope, table and name stored before, and
+	// increments the version only when it stored one.
+	PutColumnBindings(ctx context.Context, bs []ColumnBinding) error
 }
 
 // Options configures an Authorizer. Zero values mean defaults.
@@ -65,16 +72,27 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Tables gives the columns of a table, to bind the column names of a
+	// grant's filter or of a column tag to field ids as the grant or tag
+	// is made; nil leaves the binding to the first read.
+	Tables TableColumnsSource
+}
+
+// TableColumnsSource gives the columns of a table: NotFound if there is
+// none.
+type TableColumnsSource interface {
+	TableColumns(ctx context.Context, wh string, id catalog.Ident) (*TableColumns, error)
 }
 
 // Authorizer holds the current Policy and keeps it fresh, and applies
 // validated mutations to the store. It is safe for concurrent use.
 type Authorizer struct {
-	store Store
-	log   *slog.Logger
-	now   func() time.Time
-	cur   atomic.Pointer[Policy]
-	mu    sync.Mutex // serializes reloads
+	store  Store
+	tables TableColumnsSource
+	log    *slog.Logger
+	now    func() time.Time
+	cur    atomic.Pointer[Policy]
+	mu     sync.Mutex // serializes reloads
 }
 
 // New returns an Authorizer over store. The policy is loaded on first use.
@@ -85,7 +103,7 @@ func New(store Store, opts Options) *Authorizer {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Authorizer{store: store, log: opts.Logger, now: opts.Now}
+	return &Authorizer{store: store, tables: opts.Tables, log: opts.Logger, now: opts.Now}
 }
 
 // Policy returns the current policy. It reads the store's authorization
@@ -145,6 +163,11 @@ func (a *Authorizer) Grant(ctx context.Context, g Grant) (Grant, error) {
 	}
 	if g.CreatedAt.IsZero() {
 		g.CreatedAt = a.now()
+	}
+	if g.On.Kind == KindTable && g.Filter != nil {
+		if err := a.bindNow(ctx, g.ID, g.On, g.Filter.ColumnNames()); err != nil {
+			return Grant{}, err
+		}
 	}
 	if err := a.store.PutGrant(ctx, g); err != nil {
 		return Grant{}, err
@@ -314,7 +337,110 @@ func (a *Authorizer) SetTags(ctx context.Context, t TagTarget, tags map[string]s
 			return err
 		}
 	}
+	if t.Column != "" && t.On.Kind == KindTable {
+		if err := a.bindNow(ctx, TagScope, t.On, []string{t.Column}); err != nil {
+			return err
+		}
+	}
 	return a.store.SetTags(ctx, t, tags)
+}
+
+// bindNow binds names for scope on the table s against its current schema
+// (see ColumnBinding), before the grant or tag that uses them is stored. A
+// table that does not exist (yet) is bound at its first read.
+func (a *Authorizer) bindNow(ctx context.Context, scope string, s Securable, names []string) error {
+	if a.tables == nil || len(names) == 0 {
+		return nil
+	}
+	tc, err := a.tables.TableColumns(ctx, s.Warehouse, catalog.Ident{Namespace: s.Namespace, Name: s.Name})
+	if floe.KindOf(err) == floe.NotFound {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bind the columns of %s: %w", s, err)
+	}
+	p, err := a.Policy(ctx)
+	if err != nil {
+		return err
+	}
+	return a.Bind(ctx, p.BindNow(scope, tc, names))
+}
+
+// BindTable binds, against the table's current columns tc, every name of
+// every data filter that may apply to the table (grants on it, AllTables
+// grants on its namespaces and warehouse, tag-based grants in its
+// warehouse) and of its column tags, keeping bindings made before. The
+// catalog calls it before a commit changes the table's schema, so that no
+// rename, drop or removal of old schemas can happen before a filter is
+// bound: a binding made at a first read after that is never needed.
+func (a *Authorizer) BindTable(ctx context.Context, wh string, id catalog.Ident, tc *TableColumns) error {
+	p, err := a.Policy(ctx)
+	if err != nil {
+		return err
+	}
+	s := Table(wh, id)
+	c := p.newCheck(s)
+	var bs []ColumnBinding
+	for i := range p.grants {
+		g := &p.grants[i]
+		if g.Filter == nil || g.Privilege != Select || g.On.Warehouse != wh {
+			continue
+		}
+		applies := g.IsTagGrant()
+		if !applies {
+			k := g.On.key()
+			for j, ck := range c.chain {
+				if ck == k && (j == len(c.chain)-1 || g.AllTables) {
+					applies = true
+				}
+			}
+		}
+		if applies {
+			bs = append(bs, p.BindNow(g.ID, tc, g.Filter.ColumnNames())...)
+		}
+	}
+	if cols := p.colTags[s.key()]; len(cols) > 0 {
+		bs = append(bs, p.BindNow(TagScope, tc, slices.Sorted(maps.Keys(cols)))...)
+	}
+	return a.Bind(ctx, bs)
+}
+
+// FilterWarnings returns what is wrong with the data filter of a grant on
+// one table, for listings: each column its row filter was bound to that
+// the table no longer has (reads through the grant then fail closed). It
+// returns nil for other grants, when the table cannot be loaded or the
+// filter is not bound yet.
+func (a *Authorizer) FilterWarnings(ctx context.Context, p *Policy, g *Grant) []string {
+	if a.tables == nil || g.On.Kind != KindTable || g.Filter == nil || strings.TrimSpace(g.Filter.RowFilter) == "" {
+		return nil
+	}
+	tc, err := a.tables.TableColumns(ctx, g.On.Warehouse, catalog.Ident{Namespace: g.On.Namespace, Name: g.On.Name})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, ident := range Identifiers(g.Filter.RowFilter) {
+		id, ok := p.bindings[bindKey{scope: g.ID, table: tc.UUID, name: ident}]
+		if !ok || id == AbsentField {
+			continue
+		}
+		if _, ok := tc.NameOf(id); !ok {
+			out = append(out, fmt.Sprintf("the row filter's column %q (field id %d) no longer exists in %s: reads through this grant are refused until it is replaced", ident, id, g.On))
+		}
+	}
+	return out
+}
+
+// Bind stores column bindings made by Policy.BindFilters or BindNow,
+// keeping any binding stored before for the same scope, table and name.
+func (a *Authorizer) Bind(ctx context.Context, bs []ColumnBinding) error {
+	if len(bs) == 0 {
+		return nil
+	}
+	if err := a.store.PutColumnBindings(ctx, bs); err != nil {
+		return fmt.Errorf("store column bindings: %w", err)
+	}
+	return nil
 }
 
 // DeleteTags removes the given keys from t's own tags: NotFound (entity

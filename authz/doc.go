@@ -78,6 +78,15 @@
 // and Policy.CheckFileAccess refuses direct file access (vended storage
 // credentials), pointing to the SQL endpoint.
 //
+// The column names of a filter, and the column a column tag is set on, are
+// bound per table to Iceberg field ids (ColumnBinding): when the grant or
+// tag on one table is made (Authorizer.Grant, SetTags), before any commit
+// changes a table's schema (Authorizer.BindTable, for every filter and tag
+// that may apply to it), and otherwise at the first read
+// (Policy.BindFilters). A binding is stored once and never replaced, so
+// renames, drops, re-adds and removed schemas cannot move a filter or tag
+// onto another column; the SQL endpoint applies BoundFilters by field id.
+//
 // # Decisions and freshness
 //
 // A Policy is an immutable, indexed snapshot of all grants, roles,

@@ -133,6 +133,18 @@ func (f *DataFilter) Validate() error {
 	return nil
 }
 
+// ColumnNames returns every name the filter may use for a column: the
+// included and excluded columns and the identifiers of the row filter (see
+// Identifiers). They are what a grant's binding binds.
+func (f *DataFilter) ColumnNames() []string {
+	if f == nil {
+		return nil
+	}
+	out := slices.Concat(f.IncludeColumns, f.ExcludeColumns, Identifiers(f.RowFilter))
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // normalized returns nil for a filter that restricts nothing, else a copy
 // with the row filter trimmed and the column lists sorted.
 func (f *DataFilter) normalized() *DataFilter {
@@ -345,4 +357,7 @@ type Snapshot struct {
 	Members []Membership
 	Grants  []Grant
 	Tags    []Tag
+	// Bindings are the column bindings of grants' filters and of column
+	// tags (see ColumnBinding).
+	Bindings []ColumnBinding
 }

@@ -48,6 +48,7 @@ type Policy struct {
 	colTags   map[resKey]map[string]map[string]string // table/view -> column -> own tags
 	grants    []Grant                                 // sorted by ID
 	tagsCount int
+	bindings  map[bindKey]int // column bindings: scope, table UUID, name -> field id
 }
 
 // granteeGrants indexes the grants of one grantee.
@@ -81,6 +82,10 @@ func NewPolicy(snap *Snapshot) (*Policy, error) {
 		tags:     map[resKey]map[string]string{},
 		colTags:  map[resKey]map[string]map[string]string{},
 		grants:   slices.Clone(snap.Grants),
+		bindings: make(map[bindKey]int, len(snap.Bindings)),
+	}
+	for _, b := range snap.Bindings {
+		p.bindings[bindKey{scope: b.Scope, table: b.Table, name: b.Name}] = b.FieldID
 	}
 	for _, r := range snap.Roles {
 		p.roles[r.Name] = r

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/floe-lake/floe"
 )
 
@@ -41,6 +43,12 @@ type Options struct {
 	// MetadataCacheBytes bounds the estimated resident memory of that cache,
 	// parsed metadata included (default 96 MiB; see metaCache).
 	MetadataCacheBytes int64
+	// BeforeSchemaChange, when set, is called with a table's current
+	// metadata before a commit that adds, selects or removes a schema is
+	// written; an error fails the commit. Authorization uses it to bind the
+	// column names of data filters and column tags to field ids while the
+	// names still mean what they meant.
+	BeforeSchemaChange func(ctx context.Context, wh string, id Ident, current table.Metadata) error
 }
 
 // Catalog is the catalog service. It is safe for concurrent use.
@@ -52,6 +60,8 @@ type Catalog struct {
 	retries int
 	cache   *metaCache
 	checked *checkedLists // manifest lists whose files were checked
+	// beforeSchemaChange is Options.BeforeSchemaChange.
+	beforeSchemaChange func(ctx context.Context, wh string, id Ident, current table.Metadata) error
 }
 
 // New returns a Catalog over store and io.
@@ -73,7 +83,9 @@ func New(store Store, io FileIO, opts Options) *Catalog {
 	}
 	return &Catalog{store: store, io: io, log: opts.Logger, now: opts.Now,
 		retries: opts.CommitRetries, cache: newMetaCache(opts.MetadataCacheEntries, opts.MetadataCacheBytes),
-		checked: newCheckedLists(checkedListEntries, checkedListPaths)}
+		checked: newCheckedLists(checkedListEntries, checkedListPaths),
+
+		beforeSchemaChange: opts.BeforeSchemaChange}
 }
 
 // Warehouse returns the named warehouse.

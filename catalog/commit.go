@@ -269,6 +269,11 @@ func (c *Catalog) prepare(ctx context.Context, w Warehouse, tc TableCommit) (*st
 	if !s.created && !bld.HasChanges() {
 		return s, nil
 	}
+	if s.base != nil && c.beforeSchemaChange != nil && changesSchema(tc.Updates) {
+		if err := c.beforeSchemaChange(ctx, w.Name, tc.Ident, s.base.Metadata); err != nil {
+			return nil, err
+		}
+	}
 	md, err := build(bld)
 	if err != nil {
 		return nil, err
@@ -296,6 +301,17 @@ func (c *Catalog) prepare(ctx context.Context, w Warehouse, tc TableCommit) (*st
 	}
 	s.next = &TableState{Location: nextMetadataLocation(md.Location(), prev), Metadata: md, JSON: raw}
 	return s, nil
+}
+
+// changesSchema reports whether updates add, select or remove a schema.
+func changesSchema(updates table.Updates) bool {
+	for _, u := range updates {
+		switch u.Action() {
+		case table.UpdateAddSchema, table.UpdateSetCurrentSchema, table.UpdateRemoveSchemas:
+			return true
+		}
+	}
+	return false
 }
 
 // builderForCreate starts an empty builder at the format version the updates

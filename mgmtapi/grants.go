@@ -111,7 +111,9 @@ func (h *Handler) listGrants(c *call) error {
 		Grants []Grant `json:"grants"`
 	}{Grants: []Grant{}}
 	for _, g := range p.Grants(func(g *authz.Grant) bool { return keep(g) && visible(p, c.sub, g) }) {
-		out.Grants = append(out.Grants, grantJSON(&g))
+		gj := grantJSON(&g)
+		gj.Warnings = h.opts.Authz.FilterWarnings(c.ctx, p, &g)
+		out.Grants = append(out.Grants, gj)
 	}
 	return reply(c, http.StatusOK, out)
 }

@@ -61,6 +61,9 @@ type Grant struct {
 	Description   string    `json:"description"`
 	CreatedAt     time.Time `json:"created_at"`
 	CreatedBy     string    `json:"created_by,omitempty"`
+	// Warnings say what is wrong with the grant's data filter, e.g. a row
+	// filter whose column was dropped (reads through it fail closed).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // TagTarget is the JSON form of an authz.TagTarget.

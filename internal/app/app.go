@@ -117,8 +117,9 @@ func (a *App) init(ctx context.Context) error {
 	if err := a.store.PutWarehouse(ctx, catalog.Warehouse{Name: cfg.Warehouse, Location: cfg.WarehouseLocation}); err != nil {
 		return fmt.Errorf("warehouse: %w", err)
 	}
-	a.cat = catalog.New(a.store, io, catalog.Options{Logger: a.log, MetadataCacheBytes: cfg.MetadataCacheBytes * 3 / 4})
-	a.authz = authz.New(a.store, authz.Options{Logger: a.log})
+	a.cat = catalog.New(a.store, io, catalog.Options{Logger: a.log, MetadataCacheBytes: cfg.MetadataCacheBytes * 3 / 4,
+		BeforeSchemaChange: a.bindBeforeSchemaChange})
+	a.authz = authz.New(a.store, authz.Options{Logger: a.log, Tables: tableColumns{a.cat}})
 	a.oauth = oauth.New(a.auth, oauth.Options{Logger: a.log, Audit: a.audit, FailuresPerMinute: cfg.AuthFailuresPerMinute})
 	if err := a.bootstrap(ctx); err != nil {
 		return err

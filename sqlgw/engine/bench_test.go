@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/floe-lake/floe/authz"
+	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/app"
 )
 
@@ -22,20 +24,22 @@ import (
 // per session.
 func BenchmarkPointQueries(b *testing.B) {
 	for _, v := range []struct {
-		name             string
-		threads          int
-		renamed, noCache bool
+		name                       string
+		threads                    int
+		renamed, noCache, filtered bool
 	}{
-		{name: "kept"},                 // the default: the table's rows kept in each session
-		{name: "files", noCache: true}, // read from the Parquet file every time
+		{name: "kept"}, // the default: the table's rows kept in each session
+		// A principal with a data filter (row filter and excluded column).
+		{name: "kept/filtered", filtered: true},
+		{name: "files", noCache: true},                        // read from the Parquet file every time
 		{name: "files/renamed", noCache: true, renamed: true}, // through the field-id schema map
 		{name: "files/threads=1", noCache: true, threads: 1},
 	} {
-		b.Run(v.name, func(b *testing.B) { benchPoint(b, v.threads, v.renamed, v.noCache) })
+		b.Run(v.name, func(b *testing.B) { benchPoint(b, v.threads, v.renamed, v.noCache, v.filtered) })
 	}
 }
 
-func benchPoint(b *testing.B, threads int, renamed, noCache bool) {
+func benchPoint(b *testing.B, threads int, renamed, noCache, filtered bool) {
 	e := newEnv(b, func(c *app.Config) {
 		c.SQLThreads = threads
 		if noCache {
@@ -47,7 +51,26 @@ func benchPoint(b *testing.B, threads int, renamed, noCache bool) {
 	if renamed {
 		renameColumn(b, tbl, "ssn", "tax_id")
 	}
-	cfg, err := pgxpool.ParseConfig("postgres://admin:" + e.f.Token(b) + "@" + e.f.SQLAddr + "/floe?sslmode=disable&pool_max_conns=64&pool_min_conns=64")
+	user, token := "admin", e.f.Token(b)
+	if filtered {
+		user = "filtered"
+		e.f.NewPrincipal(b, user)
+		id := catalog.Ident{Namespace: catalog.Namespace{"bench"}, Name: "people"}
+		if _, err := e.f.App.Authz().Grant(context.Background(), authz.Grant{Grantee: authz.Principal(user), Privilege: authz.Select,
+			On: authz.Table(e.f.Warehouse, id), Filter: &authz.DataFilter{RowFilter: "region <> 'none'", ExcludeColumns: []string{"ssn"}}}); err != nil {
+			b.Fatal(err)
+		}
+		p, err := e.f.App.Store().PrincipalByName(context.Background(), user)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tok, err := e.f.App.Auth().Issue(context.Background(), p, []string{"catalog"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		token = tok.AccessToken
+	}
+	cfg, err := pgxpool.ParseConfig("postgres://" + user + ":" + token + "@" + e.f.SQLAddr + "/floe?sslmode=disable&pool_max_conns=64&pool_min_conns=64")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,11 +13,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/duckdb/duckdb-go/v2"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
@@ -112,13 +112,13 @@ type Options struct {
 // at the chosen snapshot, with deletes applied and the caller's data
 // filters enforced. It implements pgwire.Engine and pgwire.SessionHooks.
 type Engine struct {
-	opts     Options
-	log      *slog.Logger
-	files    *fileCache
-	plans    *planCache
-	filterOK sync.Map // row filter text -> bool
-	queries  atomic.Uint64
-	kept     tableCacheCounters
+	opts    Options
+	log     *slog.Logger
+	files   *fileCache
+	plans   *planCache
+	filters *lru.Cache[string, string] // row filter and its column names -> canonical SQL, "" if refused
+	queries atomic.Uint64
+	kept    tableCacheCounters
 }
 
 var (
@@ -153,7 +153,11 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{opts: opts, log: opts.Logger, files: newFileCache(opts.Objects, opts.CacheBytes, opts.CacheFiles), plans: plans}, nil
+	filters, err := newFilterCache()
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{opts: opts, log: opts.Logger, files: newFileCache(opts.Objects, opts.CacheBytes, opts.CacheFiles), plans: plans, filters: filters}, nil
 }
 
 // Close releases the file cache. Sessions must have ended.

@@ -78,7 +78,13 @@ func (ss *session) syncCatalog(ctx context.Context) error {
 				continue // a type the endpoint cannot read: leave the table out
 			}
 			if filters != nil {
-				cols = slices.DeleteFunc(cols, func(c column) bool { return !anyShows(filters, c.name) })
+				bound, _, err := ss.e.boundFilters(ctx, ss, wh, id, tbl)
+				if err != nil {
+					continue // no column it may read: leave the table out
+				}
+				if bound != nil {
+					cols = slices.DeleteFunc(cols, func(c column) bool { return !anyShows(bound, c.id) })
+				}
 			}
 			tables = append(tables, standIn{schema: ns.String(), name: name, cols: cols})
 			fmt.Fprintf(&sig, "%s\x00%s\x00%s\n", ns.Key(), name, tbl.MetadataLocation())
@@ -100,17 +106,8 @@ func (ss *session) syncCatalog(ctx context.Context) error {
 var reservedSchemas = map[string]bool{"system": true, "temp": true, "memory": true, "main": true,
 	"pg_catalog": true, "information_schema": true}
 
-func anyShows(filters []authz.DataFilter, col string) bool {
-	for _, f := range filters {
-		if f.IncludeColumns != nil {
-			if slices.Contains(f.IncludeColumns, col) {
-				return true
-			}
-		} else if !slices.Contains(f.ExcludeColumns, col) {
-			return true
-		}
-	}
-	return false
+func anyShows(filters []authz.BoundFilter, id int) bool {
+	return slices.ContainsFunc(filters, func(f authz.BoundFilter) bool { return f.Shows(id) })
 }
 
 // allNamespaces lists the namespaces under parent, depth first.

@@ -50,7 +50,8 @@ func (s *Store) LoadAuthz(ctx context.Context) (*authz.Snapshot, error) {
 }
 
 func loadAuthz(ctx context.Context, c conn) (*authz.Snapshot, error) {
-	snap := &authz.Snapshot{Roles: []authz.RoleInfo{}, Members: []authz.Membership{}, Grants: []authz.Grant{}, Tags: []authz.Tag{}}
+	snap := &authz.Snapshot{Roles: []authz.RoleInfo{}, Members: []authz.Membership{}, Grants: []authz.Grant{}, Tags: []authz.Tag{},
+		Bindings: []authz.ColumnBinding{}}
 	if err := c.queryRow(ctx, "SELECT version FROM authz_version WHERE id = 1").Scan(&snap.Version); err != nil {
 		return nil, err
 	}
@@ -107,12 +108,60 @@ func loadAuthz(ctx context.Context, c conn) (*authz.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	err = each(ctx, c, `SELECT scope, table_uuid, column_name, field_id FROM authz_column_bindings
+		ORDER BY scope, table_uuid, column_name`, func(scan func(...any) error) error {
+		var b authz.ColumnBinding
+		if err := scan(&b.Scope, &b.Table, &b.Name, &b.FieldID); err != nil {
+			return err
+		}
+		snap.Bindings = append(snap.Bindings, b)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	return snap, nil
 }
 
 // grantColumns are the columns scanGrant reads, in its order.
 const grantColumns = `id, grantee_kind, grantee, privilege, securable_kind, warehouse, namespace, name,
 	tag_expr, all_tables, filter, created_at, created_by`
+
+// PutColumnBindings stores column bindings, keeping any stored before for
+// the same scope, table and name, and increments the authorization version
+// only when it stored one.
+func (s *Store) PutColumnBindings(ctx context.Context, bs []authz.ColumnBinding) error {
+	if len(bs) == 0 {
+		return nil
+	}
+	for _, b := range bs {
+		if b.Scope == "" || b.Table == "" || b.Name == "" {
+			return floe.E(floe.Invalid, "column binding", "a column binding needs a scope, a table and a name")
+		}
+	}
+	return s.write(ctx, "put column bindings", func(c conn) error {
+		var added int64
+		for _, b := range bs {
+			n, err := c.exec(ctx, `INSERT INTO authz_column_bindings (scope, table_uuid, column_name, field_id)
+				VALUES (?, ?, ?, ?) ON CONFLICT (scope, table_uuid, column_name) DO NOTHING`, b.Scope, b.Table, b.Name, b.FieldID)
+			if err != nil {
+				return err
+			}
+			added += n
+		}
+		if added == 0 {
+			return nil
+		}
+		return bumpAuthz(ctx, c)
+	})
+}
+
+// deleteOrphanBindings removes the bindings of grants that no longer exist.
+func deleteOrphanBindings(ctx context.Context, c conn) error {
+	_, err := c.exec(ctx, `DELETE FROM authz_column_bindings WHERE scope <> ?
+		AND NOT EXISTS (SELECT 1 FROM authz_grants g WHERE g.id = authz_column_bindings.scope)`, authz.TagScope)
+	return err
+}
 
 func scanGrant(scan func(...any) error) (authz.Grant, error) {
 	var g authz.Grant
@@ -200,7 +249,7 @@ func (s *Store) DropRole(ctx context.Context, name string) error {
 		if n == 0 {
 			return floe.E(floe.NotFound, "role", "Role does not exist: %s", name)
 		}
-		return nil
+		return deleteOrphanBindings(ctx, c)
 	})
 }
 
@@ -332,7 +381,8 @@ func (s *Store) DeleteGrant(ctx context.Context, id string) error {
 		if n == 0 {
 			return floe.E(floe.NotFound, "grant", "Grant does not exist: %s", id)
 		}
-		return nil
+		_, err = c.exec(ctx, "DELETE FROM authz_column_bindings WHERE scope = ?", id)
+		return err
 	})
 }
 
@@ -352,7 +402,10 @@ func (s *Store) DeleteGrantsOn(ctx context.Context, sec authz.Securable) (int, e
 			return err
 		}
 		_, err = c.exec(ctx, "DELETE FROM authz_tags WHERE warehouse = ? AND securable_kind = ? AND namespace = ? AND name = ?", args...)
-		return err
+		if err != nil {
+			return err
+		}
+		return deleteOrphanBindings(ctx, c)
 	})
 	return int(removed), err
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,4 +243,68 @@ func compareStrings(a, b string) int {
 		return 1
 	}
 	return 0
+}
+
+// testColumnBindings covers authz.Store.PutColumnBindings: the first
+// binding of a scope, table and name is kept; the version changes only when
+// one is stored; a grant's bindings go with the grant.
+func testColumnBindings(t *testing.T, e *env) {
+	version := func() int64 {
+		t.Helper()
+		v, err := e.s.AuthzVersion(e.ctx)
+		must(t, err)
+		return v
+	}
+	bindings := func() []authz.ColumnBinding {
+		t.Helper()
+		snap, err := e.s.LoadAuthz(e.ctx)
+		must(t, err)
+		if snap.Bindings == nil {
+			t.Fatal("Bindings is nil")
+		}
+		return snap.Bindings
+	}
+	if n := len(bindings()); n != 0 {
+		t.Fatalf("%d bindings in an empty store", n)
+	}
+	g, err := authz.New(e.s, authz.Options{}).Grant(e.ctx, authz.Grant{Grantee: authz.Principal("bi"), Privilege: authz.Select,
+		On:     authz.Table("wh", catalog.Ident{Namespace: catalog.Namespace{"crm"}, Name: "people"}),
+		Filter: &authz.DataFilter{ExcludeColumns: []string{"email"}}})
+	must(t, err)
+	v0 := version()
+	must(t, e.s.PutColumnBindings(e.ctx, []authz.ColumnBinding{
+		{Scope: g.ID, Table: "u1", Name: "email", FieldID: 3},
+		{Scope: authz.TagScope, Table: "u1", Name: "ssn", FieldID: 4},
+		{Scope: g.ID, Table: "u1", Name: "Mixed Case", FieldID: authz.AbsentField},
+	}))
+	v1 := version()
+	if v1 <= v0 {
+		t.Fatalf("version %d -> %d after new bindings", v0, v1)
+	}
+	// Rebinding a name keeps the first binding and changes nothing.
+	must(t, e.s.PutColumnBindings(e.ctx, []authz.ColumnBinding{{Scope: g.ID, Table: "u1", Name: "email", FieldID: 9}}))
+	if v := version(); v != v1 {
+		t.Fatalf("version %d -> %d after a binding that existed", v1, v)
+	}
+	want := []authz.ColumnBinding{
+		{Scope: g.ID, Table: "u1", Name: "Mixed Case", FieldID: authz.AbsentField},
+		{Scope: g.ID, Table: "u1", Name: "email", FieldID: 3},
+		{Scope: authz.TagScope, Table: "u1", Name: "ssn", FieldID: 4},
+	}
+	got := bindings()
+	slices.SortFunc(got, func(a, b authz.ColumnBinding) int {
+		return strings.Compare(a.Scope+"\x00"+a.Name, b.Scope+"\x00"+b.Name)
+	})
+	slices.SortFunc(want, func(a, b authz.ColumnBinding) int {
+		return strings.Compare(a.Scope+"\x00"+a.Name, b.Scope+"\x00"+b.Name)
+	})
+	if !slices.Equal(got, want) {
+		t.Fatalf("bindings %+v, want %+v", got, want)
+	}
+	wantErr(t, e.s.PutColumnBindings(e.ctx, []authz.ColumnBinding{{Scope: "", Table: "u1", Name: "x"}}), floe.Invalid, "column binding", "")
+	// Revoking the grant removes its bindings, not the tags'.
+	must(t, e.s.DeleteGrant(e.ctx, g.ID))
+	if got := bindings(); len(got) != 1 || got[0].Scope != authz.TagScope {
+		t.Fatalf("bindings after revoke: %+v", got)
+	}
 }

@@ -69,6 +69,7 @@ func Run(t *testing.T, open Opener) {
 		{"Leases", testLeases},
 		{"VendKeys", testVendKeys},
 		{"Authz", testAuthz},
+		{"ColumnBindings", testColumnBindings},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
