@@ -64,11 +64,11 @@ const (
 const (
 	DefaultInterval = 10 * time.Second
 	// DefaultBatchSize is the most records one commit adds.
-	DefaultBatchSize = 50_000
+	DefaultBatchSize = 10_000
 	// DefaultBatchBytes bounds the records one commit holds in memory (by
 	// their stored size); the Arrow and Parquet forms of a batch add about
 	// as much again.
-	DefaultBatchBytes = 16 << 20
+	DefaultBatchBytes = 8 << 20
 	// MaxBatchSize and MaxBatchBytes cap what Options may ask for.
 	MaxBatchSize  = 100_000
 	MaxBatchBytes = 64 << 20
