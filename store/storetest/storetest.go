@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener) {
 		{"Leases", testLeases},
 		{"VendKeys", testVendKeys},
 		{"Authz", testAuthz},
+		{"MoveGrantsOn", testMoveGrantsOn},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
