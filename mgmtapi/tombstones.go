@@ -3,6 +3,7 @@ package mgmtapi
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -75,16 +76,10 @@ func (h *Handler) listTombstones(c *call) error {
 		return err
 	}
 	wh := c.r.PathValue("warehouse")
-	q := c.r.URL.Query()
-	size := DefaultTombstonePage
-	if s := q.Get("page_size"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxTombstonePage {
-			return floe.E(floe.Invalid, "", "page_size must be an integer from 1 to %d (got %q)", MaxTombstonePage, s)
-		}
-		size = n
+	size, after, err := tombstonePage(c.r.URL.Query())
+	if err != nil {
+		return err
 	}
-	after := q.Get("page_token")
 	out := Tombstones{Tombstones: []Tombstone{}}
 	names := h.ownerNames(c)
 	for scanned := 0; ; {
@@ -117,6 +112,20 @@ func (h *Handler) listTombstones(c *call) error {
 			return reply(c, http.StatusOK, out)
 		}
 	}
+}
+
+// tombstonePage reads page_size (1 to MaxTombstonePage, default
+// DefaultTombstonePage) and page_token from a listing's query.
+func tombstonePage(q url.Values) (int, string, error) {
+	size := DefaultTombstonePage
+	if s := q.Get("page_size"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxTombstonePage {
+			return 0, "", floe.E(floe.Invalid, "", "page_size must be an integer from 1 to %d (got %q)", MaxTombstonePage, s)
+		}
+		size = n
+	}
+	return size, q.Get("page_token"), nil
 }
 
 // ownerNames maps principal ids to names for the listing: every principal
