@@ -82,6 +82,15 @@ func (c *Catalog) Tombstones(ctx context.Context, wh string) ([]Tombstone, error
 	return c.store.Tombstones(ctx, wh, "", 0)
 }
 
+// TombstonesPage lists at most limit tombstones of wh in location order
+// after the location `after` (NotFound for a missing warehouse).
+func (c *Catalog) TombstonesPage(ctx context.Context, wh, after string, limit int) ([]Tombstone, error) {
+	if _, err := c.store.Warehouse(ctx, wh); err != nil {
+		return nil, err
+	}
+	return c.store.Tombstones(ctx, wh, after, limit)
+}
+
 // ReleaseTombstone frees the kept location loc of a dropped table, so that
 // any principal may place a table there again. Only the tombstone's owner
 // (by ClaimantOf(ctx)) or an administrator may: Forbidden otherwise,

@@ -84,3 +84,28 @@ func FuzzSecurableQuery(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTombstonePage: any listing query either gives a page size within
+// bounds or is refused as Invalid.
+func FuzzTombstonePage(f *testing.F) {
+	for _, s := range []string{"", "page_size=1", "page_size=1000", "page_size=1001", "page_size=0", "page_size=-1",
+		"page_size=9999999999999999999999", "page_size=+5", "page_size=%00", "page_token=s3%3A%2F%2Ffloe%2Fhr&page_size=10"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		size, after, err := tombstonePage(q)
+		if err != nil {
+			if floe.KindOf(err) != floe.Invalid {
+				t.Fatalf("error of kind %v: %v", floe.KindOf(err), err)
+			}
+			return
+		}
+		if size < 1 || size > MaxTombstonePage || after != q.Get("page_token") {
+			t.Fatalf("query %q: size %d, after %q", raw, size, after)
+		}
+	})
+}

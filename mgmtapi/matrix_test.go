@@ -264,6 +264,46 @@ func TestAdminOnlyMatrix(t *testing.T) {
 	}
 }
 
+// TestTombstoneMatrix: releasing a dropped table's location is gated by
+// ownership, not by a privilege: for every privilege on the warehouse (and
+// none), a principal that does not own the tombstone is refused with 403
+// and the reason, and does not see it listed; its owner releases it.
+func TestTombstoneMatrix(t *testing.T) {
+	w := newTombWorld(t)
+	e := w.e
+	mallory := e.f.PrincipalToken(t, "mallory")
+	msg := "only the previous owner of dropped table sandbox.mine or an administrator may release its location " + w.mine
+	rows := append([]*authz.Privilege{nil}, func() []*authz.Privilege {
+		var out []*authz.Privilege
+		for _, p := range authz.AllPrivileges() {
+			out = append(out, &p)
+		}
+		return out
+	}()...)
+	for _, p := range rows {
+		name := "none"
+		if p != nil {
+			name = p.String()
+			b := grantBody("principal", "mallory", p.String(), whOn())
+			if *p == authz.Select || *p == authz.Modify {
+				b["all_tables"] = true
+			}
+			e.ok(t, 201, "POST", "/api/v1/grants", b)
+		}
+		t.Run(name, func(t *testing.T) {
+			wantError(t, e.do(t, mallory, "DELETE", w.release(w.mine), nil), 403, "ForbiddenException", msg)
+			if got := w.list(t, mallory, "").tables(); len(got) != 0 {
+				t.Errorf("mallory holding %s sees %v", name, got)
+			}
+		})
+	}
+	// Holding every privilege at once changes nothing either.
+	wantError(t, e.do(t, mallory, "DELETE", w.release(w.mine), nil), 403, "ForbiddenException", msg)
+	if r := e.do(t, w.alice, "DELETE", w.release(w.mine), nil); r.Status != 200 {
+		t.Fatalf("owner: %d %s", r.Status, r.Body)
+	}
+}
+
 // TestAuthenticationMatrix: every route refuses a request without a valid
 // token (401), and every mutating route refuses a catalog:read token
 // (403) with the scope message.
@@ -276,7 +316,8 @@ func TestAuthenticationMatrix(t *testing.T) {
 	for _, rt := range []string{"POST /api/v1/principals", "POST /api/v1/principals/{name}/disable", "POST /api/v1/principals/{name}/enable",
 		"POST /api/v1/roles", "DELETE /api/v1/roles/{role}", "PUT /api/v1/roles/{role}/members/{principal}",
 		"DELETE /api/v1/roles/{role}/members/{principal}", "POST /api/v1/grants", "POST /api/v1/grants/revoke",
-		"DELETE /api/v1/grants/{id}", "PUT /api/v1/tags", "DELETE /api/v1/tags"} {
+		"DELETE /api/v1/grants/{id}", "PUT /api/v1/tags", "DELETE /api/v1/tags",
+		"DELETE /api/v1/warehouses/{warehouse}/tombstones"} {
 		mutating[rt] = true
 	}
 	routes := mgmtapi.New(mgmtapi.Options{}).Routes()

@@ -83,6 +83,9 @@ type Options struct {
 	// Query runs SQL for POST /api/v1/query; nil makes it answer 406
 	// (unsupported).
 	Query Querier
+	// Tombstones lists and releases the kept locations of dropped tables;
+	// nil makes the tombstone endpoints answer 406 (unsupported).
+	Tombstones Tombstoner
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -128,7 +131,7 @@ func New(opts Options) *Handler {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &Handler{opts: opts, log: opts.Logger, mux: http.NewServeMux(), ids: httperr.NewRequestIDs(time.Now)}
-	for _, rt := range append(h.table(), h.ingestRoutes()...) {
+	for _, rt := range h.routes() {
 		h.mux.Handle(rt.method+" "+rt.path, h.wrap(rt))
 	}
 	h.mux.HandleFunc(Prefix, h.noRoute)
@@ -164,9 +167,14 @@ func (h *Handler) table() []route {
 	}
 }
 
+// routes is every operation served.
+func (h *Handler) routes() []route {
+	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes())
+}
+
 // Routes lists the operations served, as "METHOD /path/{param}".
 func (h *Handler) Routes() []string {
-	rs := append(h.table(), h.ingestRoutes()...)
+	rs := h.routes()
 	out := make([]string, 0, len(rs))
 	for _, rt := range rs {
 		out = append(out, rt.method+" "+rt.path)

@@ -20,6 +20,7 @@ func (a *App) mgmtHandler() http.Handler {
 		Maintenance:      a.maintainer,
 		Ingest:           a.ingest,
 		Query:            a.queryFunc(),
+		Tombstones:       a.cat,
 		Logger:           a.log,
 	}
 	if !a.cfg.InsecureNoAuth {

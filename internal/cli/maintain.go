@@ -76,9 +76,10 @@ the operator.`}
 	return cmd
 }
 
-// tableCmd is `floe table show NS.TABLE`.
+// tableCmd is `floe table show NS.TABLE`, `floe table tombstones` and
+// `floe table release-location LOCATION`.
 func tableCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
-	cmd := &cobra.Command{Use: "table", Short: "Inspect tables"}
+	cmd := &cobra.Command{Use: "table", Short: "Inspect tables and the kept locations of dropped ones"}
 	show := &cobra.Command{Use: "show NS.TABLE", Args: cobra.ExactArgs(1),
 		Short: "Show a table's snapshots, files per partition, file sizes, maintenance policy and recent maintenance"}
 	load := configFlags(show.Flags(), getenv)
@@ -108,7 +109,7 @@ func tableCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comma
 		}
 		return printTableInfo(stdout, info)
 	}
-	cmd.AddCommand(show)
+	cmd.AddCommand(show, tombstonesCmd(stdout, stderr, getenv), releaseLocationCmd(stdout, stderr, getenv))
 	return cmd
 }
 

@@ -70,6 +70,7 @@ func Run(t *testing.T, open Opener) {
 		{"VendKeys", testVendKeys},
 		{"Authz", testAuthz},
 		{"ColumnBindings", testColumnBindings},
+		{"MoveGrantsOn", testMoveGrantsOn},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,9 +7,14 @@ location, and no credential vended to bob reads the files. The owner's own
 register after its own drop works; an administrator may reuse any location.
 A non-administrator may choose only an empty location. A rename into
 another namespace needs SELECT and MANAGE_GRANTS on the table besides DROP.
+The management API lists tombstones (admins all, others their own) and
+releases one (owner or admin); a released location is reused by another
+principal only once no object lies under it.
 """
 
 from __future__ import annotations
+
+import shutil
 
 import pyarrow as pa
 import pytest
@@ -125,3 +130,40 @@ def test_rename_into_own_namespace_refused(floe, world):
     assert e.value.status == 403 and f'lacks SELECT on table \\"{world["hr"]}.payroll\\"' in e.value.body, e.value.body
     # Still where it was, with its rows, for its owner.
     assert world["alice"].load_table((world["hr"], "payroll")).scan().to_arrow().num_rows == 3
+
+
+def _tombstones(floe, token):
+    return floe.request("GET", f"/api/v1/warehouses/{WAREHOUSE}/tombstones", token=token)["tombstones"]
+
+
+def test_admin_lists_and_releases_tombstone(floe, world):
+    alice, bob, u = world["alice"], world["bob"], world["unique"]
+    loc, hr, sb = world["loc"].rstrip("/"), world["hr"], world["sandbox"]
+    alice.drop_table((hr, "payroll"))  # alice could read it: she owns the tombstone
+    admin_tok = floe.fetch_token()
+    mine = [t for t in _tombstones(floe, admin_tok) if t["location"] == loc]
+    assert len(mine) == 1, _tombstones(floe, admin_tok)
+    assert mine[0]["table"] == f"{hr}.payroll" and mine[0]["owner"] == f"alice-{u}", mine
+    assert [t["table"] for t in _tombstones(floe, alice.token_for())] == [f"{hr}.payroll"]
+    assert _tombstones(floe, bob.token_for()) == []
+    path, q = f"/api/v1/warehouses/{WAREHOUSE}/tombstones", {"location": loc}
+    with pytest.raises(RestError) as e:
+        floe.request("DELETE", path, query=q, token=bob.token_for())
+    assert e.value.status == 403 and f"only the previous owner of dropped table {hr}.payroll" in e.value.body, e.value.body
+
+    released = floe.request("DELETE", path, query=q, token=admin_tok)
+    assert released["location"] == loc and released["table"] == f"{hr}.payroll", released
+    assert all(t["location"] != loc for t in _tombstones(floe, admin_tok))
+    with pytest.raises(RestError) as e:
+        floe.request("DELETE", path, query=q, token=admin_tok)
+    assert e.value.status == 404, e.value.body
+
+    # Released, but alice's files are still there: bob may not lay a table over them.
+    with pytest.raises(ForbiddenError, match="not empty"):
+        bob.create_table((sb, "reuse"), schema=SCHEMA, location=loc)
+    _bob_cannot_read(world)
+    # Once the files are gone the location is free for anyone.
+    shutil.rmtree(floe.local_path(loc))
+    reused = bob.create_table((sb, "reuse"), schema=SCHEMA, location=loc)
+    assert reused.metadata.location.rstrip("/") == loc
+    assert reused.scan().to_arrow().num_rows == 0
