@@ -502,8 +502,11 @@ func (c *conn) login(ctx context.Context, minor uint32, body []byte) error {
 	}
 	sess.ProcessID = c.pid
 	sess.Identity = id
+	// The startup deadline bounds what the client does; opening the
+	// session is the server's work (slow under load), bounded by shutdown.
+	nc.SetDeadline(time.Time{})
 	if hooks, ok := opts.Engine.(SessionHooks); ok {
-		if err := hooks.StartSession(ctx, sess); err != nil {
+		if err := hooks.StartSession(c.ctx, sess); err != nil {
 			pe, internal := publicError(err)
 			if internal {
 				c.log.Error("pgwire: engine refused session", "err", err)
