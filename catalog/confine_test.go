@@ -250,13 +250,12 @@ func TestCommitConfinesFiles(t *testing.T) {
 	t.Run("inside the location", func(t *testing.T) {
 		id := catalog.Ident{Namespace: sandbox, Name: "ok"}
 		e.create(t, id, "")
-		own := e.load(t, id)
 		for range 3 {
 			if _, err := lake.AppendTable(ctx, e.load(t, id), rowsOf(t, 1, 2), nil); err != nil {
 				t.Fatal(err)
 			}
 		}
-		own = e.load(t, id)
+		own := e.load(t, id)
 		if _, err := e.cat.CommitTable(ctx, wh, catalog.TableCommit{Ident: id, Updates: table.Updates{table.NewSetStatisticsUpdate(table.StatisticsFile{
 			SnapshotID: own.CurrentSnapshot().SnapshotID, StatisticsPath: own.Location() + "/metadata/x.stats", FileSizeInBytes: 1, BlobMetadata: []table.BlobMetadata{}})}}); err != nil {
 			t.Fatal(err)

@@ -79,11 +79,10 @@ func CheckManifests(ctx context.Context, tbl *table.Table, snap *table.Snapshot)
 		if err := checkFile(tbl, "manifest", m.FilePath()); err != nil {
 			return err
 		}
-		entries, err := m.FetchEntries(fsys, false)
-		if err != nil {
-			return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-		}
-		for _, e := range entries {
+		for e, err := range m.Entries(fsys, false) {
+			if err != nil {
+				return fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
 			what := "data file"
 			if e.DataFile().ContentType() != iceberg.EntryContentData {
 				what = "delete file"
