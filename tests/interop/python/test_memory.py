@@ -60,7 +60,7 @@ class Ingester:
 
     def __init__(self, srv: FloeServer) -> None:
         self.srv = srv
-        self.conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+        self.conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=180)
         self.token, self.at = srv.fetch_token(), time.monotonic()
 
     def append(self, i: int, mode: str = "append") -> None:
