@@ -3,7 +3,8 @@
 #   make build   build bin/floe
 #   make test    the whole suite: gofmt, go vet, staticcheck, go test -race, then the PyIceberg
 #                and Spark interop suites against bin/floe (in .venv and
-#                .venv-spark, made on first use)
+#                .venv-spark, made on first use), then the memory soak
+#   make soak    the memory soak alone (FLOE_SOAK_SECONDS, default 600)
 #   make run     run Floe locally with the CRM demo dataset
 #
 # Needs Go, Python 3.11+ (with venv), Java 17 with Maven (for the Iceberg
@@ -19,7 +20,7 @@ SPARK_VENV ?= .venv-spark
 SPARK_INTEROP := tests/interop/spark
 PYTEST_ARGS ?=
 
-.PHONY: all build test vet lint test-go interop interop-spark run clean
+.PHONY: all build test vet lint test-go interop interop-spark soak run clean
 
 all: build
 
@@ -32,6 +33,7 @@ test: lint
 	$(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory interop
 	@$(MAKE) --no-print-directory interop-spark
+	@$(MAKE) --no-print-directory soak
 
 vet:
 	$(GO) vet ./...
@@ -64,6 +66,13 @@ $(VENV)/.requirements-installed: $(INTEROP)/requirements.txt
 interop-spark: build
 	bash scripts/install-spark.sh $(SPARK_VENV)
 	FLOE_BIN=$(FLOE_BIN) $(SPARK_VENV)/bin/python -m pytest -q -p no:cacheprovider $(SPARK_INTEROP) $(PYTEST_ARGS)
+
+# soak runs mixed load (loadTable, appends, SQL, S3 reads) against one
+# bin/floe for FLOE_SOAK_SECONDS and checks that its RSS and descriptors stay
+# flat (issue 14).
+FLOE_SOAK_SECONDS ?= 600
+soak: build $(VENV)/.requirements-installed
+	FLOE_BIN=$(FLOE_BIN) FLOE_SOAK_SECONDS=$(FLOE_SOAK_SECONDS) $(VENV)/bin/python -m pytest -q -p no:cacheprovider -c tests/soak/pytest.ini tests/soak
 
 run:
 	$(GO) run ./cmd/floe serve --demo
