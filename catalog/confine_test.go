@@ -314,11 +314,14 @@ func TestRegisterConfinesFiles(t *testing.T) {
 	if _, err := lake.AppendTable(ctx, e.load(t, ok), rowsOf(t, 1), nil); err != nil {
 		t.Fatal(err)
 	}
-	st, err = e.cat.UnregisterTable(ctx, wh, ok)
+	// Its owner (who could read it) unregisters it and registers it again:
+	// the tombstone the unregister leaves is the owner's to reuse.
+	owner := catalog.WithClaimant(ctx, catalog.Claimant{Principal: "owner", CanRead: true})
+	st, err = e.cat.UnregisterTable(owner, wh, ok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.cat.RegisterTable(ctx, wh, ok, st.Location, false); err != nil {
+	if _, err := e.cat.RegisterTable(owner, wh, ok, st.Location, false); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/lake/ingest"
 	"github.com/floe-lake/floe/objstore/bucket"
@@ -138,7 +139,9 @@ const deltaSchemaString = `{"type":"struct","fields":[{"name":"id","type":"long"
 // values; unsupported logs are refused.
 func TestRegisterDelta(t *testing.T) {
 	e := newEnv(t)
-	ctx := t.Context()
+	// Registering a Delta table lays a table over files that already exist:
+	// an administrator's operation (see TestRegisterDeltaNeedsAdmin).
+	ctx := catalog.WithClaimant(t.Context(), catalog.Claimant{Principal: "admin", Admin: true})
 	e.put(t, "delta/plain/part-0.parquet", idsParquet(t, 1, 2))
 	e.put(t, "delta/plain/part-1.parquet", idsParquet(t, 3))
 	e.put(t, "delta/plain/part-2.parquet", idsParquet(t, 4, 5))
@@ -220,5 +223,21 @@ func TestRegisterDelta(t *testing.T) {
 		if e.exists(t, "refused") {
 			t.Fatalf("RegisterDelta(%s) left a table behind", tc.loc)
 		}
+	}
+}
+
+// TestRegisterDeltaNeedsAdmin: a principal that is not an administrator
+// cannot register a Delta table over files it did not write.
+func TestRegisterDeltaNeedsAdmin(t *testing.T) {
+	e := newEnv(t)
+	ctx := catalog.WithClaimant(t.Context(), catalog.Claimant{Principal: "bob"})
+	e.put(t, "delta/other/part-0.parquet", idsParquet(t, 1, 2))
+	e.put(t, "delta/other/_delta_log/00000000000000000000.json", []byte(`{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}
+{"metaData":{"id":"x","format":{"provider":"parquet","options":{}},"schemaString":"`+strings.ReplaceAll(fmt.Sprintf(deltaSchemaString, ""), `"`, `\"`)+`","partitionColumns":[],"configuration":{},"createdTime":1}}
+{"add":{"path":"part-0.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}
+`))
+	_, err := e.svc.RegisterDelta(ctx, ingest.DeltaRequest{Warehouse: wh, Table: ident("other"), Location: "s3://floe/delta/other"})
+	if err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("register-delta by a non-admin over existing files = %v, want refused (not empty)", err)
 	}
 }
