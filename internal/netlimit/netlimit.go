@@ -393,6 +393,12 @@ func (s *Server) bodyDeadlines(h http.Handler) http.Handler {
 			return
 		}
 		s.setPhase(c, body)
+		// net/http decides from r.Body's own type whether an unread body
+		// (a refused upload sent with Expect: 100-continue) is drained or the
+		// connection closed: the original body goes back before the response
+		// is finished, so a refusal is still answered at once.
+		orig := r.Body
+		defer func() { r.Body = orig }()
 		b := &deadlineBody{rc: r.Body, w: w, ctl: http.NewResponseController(w), s: s, c: c, start: s.now(), length: r.ContentLength}
 		b.extend()
 		r.Body = b
