@@ -30,7 +30,7 @@ build:
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 test: lint
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 	@$(MAKE) --no-print-directory interop
 	@$(MAKE) --no-print-directory interop-spark
 	@$(MAKE) --no-print-directory soak
@@ -45,7 +45,7 @@ lint: vet
 	$(GO) run $(STATICCHECK) ./...
 
 test-go:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 # interop runs the PyIceberg suite against a freshly built bin/floe.
 interop: build $(VENV)/.requirements-installed
