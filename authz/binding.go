@@ -272,31 +272,7 @@ func (p *Policy) bindFilters(sub Subject, s Securable, tc *TableColumns, current
 		}
 		filters = append(filters, f)
 	}
-	last := len(c.chain) - 1
-	p.forGrantees(sub, func(gg *granteeGrants) {
-		for i, k := range c.chain {
-			ne := gg.named[k]
-			if ne == nil || full {
-				continue
-			}
-			for _, g := range ne.grants {
-				if g.Privilege == Select && (i == last || g.AllTables) {
-					bind(g, nil, nil)
-				}
-			}
-		}
-		for _, tg := range gg.tagged[s.Warehouse] {
-			if full || tg.g.Privilege != Select {
-				continue
-			}
-			switch m, cols := c.matchTable(tg.expr); m {
-			case matchAll:
-				bind(tg.g, nil, cols)
-			case matchColumns:
-				bind(tg.g, cols, nil)
-			}
-		}
-	})
+	p.eachSelectGrant(sub, s, c, func() bool { return full }, bind)
 	if full {
 		return &Bound{New: b.out}, nil
 	}

@@ -391,30 +391,8 @@ func (p *Policy) ReadFilters(sub Subject, s Securable) ([]DataFilter, error) {
 			filters = append(filters, *f)
 		}
 	}
-	last := len(c.chain) - 1
-	p.forGrantees(sub, func(gg *granteeGrants) {
-		for i, k := range c.chain {
-			ne := gg.named[k]
-			if ne == nil || full {
-				continue
-			}
-			for _, g := range ne.grants {
-				if g.Privilege == Select && (i == last || g.AllTables) {
-					add(g.Filter)
-				}
-			}
-		}
-		for _, tg := range gg.tagged[s.Warehouse] {
-			if full || tg.g.Privilege != Select {
-				continue
-			}
-			switch m, cols := c.matchTable(tg.expr); m {
-			case matchAll:
-				add(restrictColumns(tg.g.Filter, nil, cols))
-			case matchColumns:
-				add(restrictColumns(tg.g.Filter, cols, nil))
-			}
-		}
+	p.eachSelectGrant(sub, s, c, func() bool { return full }, func(g *Grant, tagInclude, tagExclude []string) {
+		add(restrictColumns(g.Filter, tagInclude, tagExclude))
 	})
 	if full {
 		return nil, nil
@@ -545,4 +523,39 @@ func (p *Policy) EffectiveTags(t TagTarget) map[string]string {
 // String summarizes the policy for logs.
 func (p *Policy) String() string {
 	return fmt.Sprintf("authz policy v%d: %d grants, %d roles, %d tags", p.version, len(p.grants), len(p.roles), p.tagsCount)
+}
+
+// eachSelectGrant calls visit for every SELECT grant of sub that covers the
+// table or view s (checked as c): grants named on s or, with AllTables, on
+// a container of it, then tag-based grants whose expression matches s. A
+// tag grant that matches the whole table passes the columns its expression
+// names by column tag as tagExclude (they are not covered); one that
+// matches only some columns passes them as tagInclude. Named grants pass
+// neither. Grants are skipped once stop reports true.
+func (p *Policy) eachSelectGrant(sub Subject, s Securable, c *check, stop func() bool, visit func(g *Grant, tagInclude, tagExclude []string)) {
+	last := len(c.chain) - 1
+	p.forGrantees(sub, func(gg *granteeGrants) {
+		for i, k := range c.chain {
+			ne := gg.named[k]
+			if ne == nil || stop() {
+				continue
+			}
+			for _, g := range ne.grants {
+				if g.Privilege == Select && (i == last || g.AllTables) {
+					visit(g, nil, nil)
+				}
+			}
+		}
+		for _, tg := range gg.tagged[s.Warehouse] {
+			if stop() || tg.g.Privilege != Select {
+				continue
+			}
+			switch m, cols := c.matchTable(tg.expr); m {
+			case matchAll:
+				visit(tg.g, nil, cols)
+			case matchColumns:
+				visit(tg.g, cols, nil)
+			}
+		}
+	})
 }
