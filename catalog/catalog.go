@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/internal/ocfscan"
 )
 
 // Sentinel errors, matched with errors.Is.
@@ -60,6 +61,7 @@ type Catalog struct {
 	retries int
 	cache   *metaCache
 	checked *checkedLists // manifest lists whose files were checked
+	scanner *ocfscan.Scanner
 	// beforeSchemaChange is Options.BeforeSchemaChange.
 	beforeSchemaChange func(ctx context.Context, wh string, id Ident, current table.Metadata) error
 }
@@ -84,6 +86,7 @@ func New(store Store, io FileIO, opts Options) *Catalog {
 	return &Catalog{store: store, io: io, log: opts.Logger, now: opts.Now,
 		retries: opts.CommitRetries, cache: newMetaCache(opts.MetadataCacheEntries, opts.MetadataCacheBytes),
 		checked: newCheckedLists(checkedListEntries, checkedListPaths),
+		scanner: ocfscan.New(ocfscan.DefaultSchemas),
 
 		beforeSchemaChange: opts.BeforeSchemaChange}
 }

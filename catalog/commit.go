@@ -291,7 +291,7 @@ func (c *Catalog) prepare(ctx context.Context, w Warehouse, tc TableCommit) (*st
 	if err := c.checkFiles(ctx, baseMD, md); err != nil {
 		return nil, err
 	}
-	raw, err := json.Marshal(md)
+	raw, err := encodeMetadata(md)
 	if err != nil {
 		return nil, floe.Wrap(floe.Invalid, err, "cannot encode table metadata: %s", err)
 	}

@@ -1,17 +1,16 @@
 package catalog
 
 import (
-	"bytes"
 	"container/list"
 	"context"
 	"net/url"
 	"strings"
 	"sync"
 
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/internal/ocfscan"
 )
 
 // Within reports whether the file (or prefix) at location loc lies inside
@@ -80,12 +79,20 @@ func OutsideError(kind floe.Kind, what, file, root string) error {
 	return floe.E(kind, "file", "%s %s is outside the table location %s: a table may reference only files inside its own location", what, file, root)
 }
 
-// checkWithin returns an Invalid OutsideError unless file is inside root.
-func checkWithin(root, what, file string) error {
-	if Within(root, file) {
+// check returns an Invalid OutsideError unless file is inside the
+// confiner's root (normalized once per check, not once per file).
+func (cf *confiner) check(what, file string) error {
+	if cf.rootKey == "" {
+		k, ok := confineKey(cf.root)
+		if !ok {
+			return OutsideError(floe.Invalid, what, file, cf.root)
+		}
+		cf.rootKey = k + "/"
+	}
+	if l, ok := confineKey(file); ok && (l == cf.rootKey[:len(cf.rootKey)-1] || strings.HasPrefix(l, cf.rootKey)) {
 		return nil
 	}
-	return OutsideError(floe.Invalid, what, file, root)
+	return OutsideError(floe.Invalid, what, file, cf.root)
 }
 
 // confiner checks the files a table's metadata references against the
@@ -95,7 +102,8 @@ func checkWithin(root, what, file string) error {
 type confiner struct {
 	c        *Catalog
 	root     string
-	lists    map[string][]iceberg.ManifestFile
+	rootKey  string // confineKey(root) + "/", set by the first check
+	lists    map[string][]string
 	verified []verifiedList // to remember once the whole check passed
 }
 
@@ -109,7 +117,7 @@ type confiner struct {
 // an append reads only its own manifest list, its parent's (unless this
 // catalog checked it recently: checkedLists) and its new manifests.
 func (c *Catalog) checkFiles(ctx context.Context, base, next table.Metadata) error {
-	cf := &confiner{c: c, root: next.Location(), lists: map[string][]iceberg.ManifestFile{}}
+	cf := &confiner{c: c, root: next.Location(), lists: map[string][]string{}}
 	all := base == nil || base.Location() != next.Location()
 	old := map[int64]bool{}
 	if !all {
@@ -146,14 +154,14 @@ func (c *Catalog) checkFiles(ctx context.Context, base, next table.Metadata) err
 	}
 	for st := range next.Statistics() {
 		if !oldStats[st.StatisticsPath] {
-			if err := checkWithin(cf.root, "statistics file", st.StatisticsPath); err != nil {
+			if err := cf.check("statistics file", st.StatisticsPath); err != nil {
 				return err
 			}
 		}
 	}
 	for st := range next.PartitionStatistics() {
 		if !oldStats[st.StatisticsPath] {
-			if err := checkWithin(cf.root, "partition statistics file", st.StatisticsPath); err != nil {
+			if err := cf.check("partition statistics file", st.StatisticsPath); err != nil {
 				return err
 			}
 		}
@@ -183,13 +191,14 @@ func (cf *confiner) manifestSet(ctx context.Context, s *table.Snapshot) (map[str
 	}
 	out := make(map[string]bool, len(ms))
 	for _, m := range ms {
-		out[m.FilePath()] = true
+		out[m] = true
 	}
 	return out, nil
 }
 
-// list reads the manifest list at loc (once per check).
-func (cf *confiner) list(ctx context.Context, loc string) ([]iceberg.ManifestFile, error) {
+// list reads the manifest paths of the manifest list at loc (once per
+// check).
+func (cf *confiner) list(ctx context.Context, loc string) ([]string, error) {
 	if ms, ok := cf.lists[loc]; ok {
 		return ms, nil
 	}
@@ -197,7 +206,7 @@ func (cf *confiner) list(ctx context.Context, loc string) ([]iceberg.ManifestFil
 	if err != nil {
 		return nil, floe.Wrap(floe.Invalid, err, "cannot read manifest list %s", loc)
 	}
-	ms, err := iceberg.ReadManifestList(bytes.NewReader(raw))
+	ms, err := cf.c.scanner.ManifestPaths(raw)
 	if err != nil {
 		return nil, floe.Wrap(floe.Invalid, err, "manifest list %s is not valid: %s", loc, err)
 	}
@@ -214,7 +223,7 @@ func (cf *confiner) snapshot(ctx context.Context, s *table.Snapshot, trusted map
 		}
 		return nil
 	}
-	if err := checkWithin(cf.root, "manifest list", s.ManifestList); err != nil {
+	if err := cf.check("manifest list", s.ManifestList); err != nil {
 		return err
 	}
 	ms, err := cf.list(ctx, s.ManifestList)
@@ -222,10 +231,10 @@ func (cf *confiner) snapshot(ctx context.Context, s *table.Snapshot, trusted map
 		return err
 	}
 	for _, m := range ms {
-		if err := checkWithin(cf.root, "manifest", m.FilePath()); err != nil {
+		if err := cf.check("manifest", m); err != nil {
 			return err
 		}
-		if trusted[m.FilePath()] {
+		if trusted[m] {
 			continue
 		}
 		if err := cf.manifest(ctx, m); err != nil {
@@ -234,7 +243,7 @@ func (cf *confiner) snapshot(ctx context.Context, s *table.Snapshot, trusted map
 	}
 	set := make(map[string]bool, len(ms))
 	for _, m := range ms {
-		set[m.FilePath()] = true
+		set[m] = true
 	}
 	cf.verified = append(cf.verified, verifiedList{s.ManifestList, set})
 	return nil
@@ -247,24 +256,25 @@ type verifiedList struct {
 }
 
 // manifest checks every entry of a manifest, deleted ones included.
-func (cf *confiner) manifest(ctx context.Context, m iceberg.ManifestFile) error {
-	raw, err := cf.c.io.ReadFile(ctx, m.FilePath())
+func (cf *confiner) manifest(ctx context.Context, loc string) error {
+	raw, err := cf.c.io.ReadFile(ctx, loc)
 	if err != nil {
-		return floe.Wrap(floe.Invalid, err, "cannot read manifest %s", m.FilePath())
+		return floe.Wrap(floe.Invalid, err, "cannot read manifest %s", loc)
 	}
-	entries, err := iceberg.ReadManifest(m, bytes.NewReader(raw), false)
-	if err != nil {
-		return floe.Wrap(floe.Invalid, err, "manifest %s is not valid: %s", m.FilePath(), err)
-	}
-	for _, e := range entries {
-		df := e.DataFile()
+	var outside error
+	err = cf.c.scanner.EntryPaths(raw, func(path string, content int32) error {
 		what := "data file"
-		if df.ContentType() != iceberg.EntryContentData {
+		if content != ocfscan.ContentData {
 			what = "delete file"
 		}
-		if err := checkWithin(cf.root, what, df.FilePath()); err != nil {
-			return err
-		}
+		outside = cf.check(what, path)
+		return outside
+	})
+	if outside != nil {
+		return outside
+	}
+	if err != nil {
+		return floe.Wrap(floe.Invalid, err, "manifest %s is not valid: %s", loc, err)
 	}
 	return nil
 }

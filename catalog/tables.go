@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"strings"
 
@@ -50,7 +49,7 @@ func (c *Catalog) CreateTable(ctx context.Context, wh string, ns Namespace, req 
 	if err != nil {
 		return nil, err
 	}
-	raw, err := json.Marshal(md)
+	raw, err := encodeMetadata(md)
 	if err != nil {
 		return nil, floe.Wrap(floe.Invalid, err, "cannot encode table metadata")
 	}
