@@ -208,9 +208,14 @@ type Config struct {
 	// instead of letting the heap grow. See docs/operations.md, "Memory".
 	MemoryLimit string `yaml:"memory_limit"`
 	// GCPercent is the garbage collector's target percentage (env
-	// FLOE_GC_PERCENT, default 100; GOGC in the environment wins; -1 turns
-	// the collector off until the memory limit is reached).
+	// FLOE_GC_PERCENT; GOGC in the environment wins; -1 turns the collector
+	// off until the memory limit is reached). The default, 0 (also "auto"),
+	// tunes it after every collection so that the heap has GCHeadroom of
+	// room above the live data, within 100 and 400.
 	GCPercent int `yaml:"gc_percent"`
+	// GCHeadroom is the heap room above the live data that gc_percent auto
+	// aims for (env FLOE_GC_HEADROOM, default 160 MiB).
+	GCHeadroom int64 `yaml:"gc_headroom"`
 	// MetadataCacheBytes bounds the estimated resident memory of the parsed
 	// metadata Floe caches (env FLOE_METADATA_CACHE_BYTES, default 128 MiB):
 	// three quarters for table and view metadata files, one quarter for the
@@ -321,6 +326,7 @@ func Defaults() Config {
 		SQLLoginFailuresPerMinute:  10,
 		MemoryLimit:                DefaultMemoryLimit,
 		GCPercent:                  DefaultGCPercent,
+		GCHeadroom:                 DefaultGCHeadroom,
 		MetadataCacheBytes:         DefaultMetadataCacheBytes,
 	}
 }
@@ -372,7 +378,9 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	str("FLOE_SQL_TLS_KEY", &c.SQLTLSKey)
 	str("FLOE_SQL_MEMORY_LIMIT", &c.SQLMemoryLimit)
 	str("FLOE_MEMORY_LIMIT", &c.MemoryLimit)
-	if v := getenv("FLOE_GC_PERCENT"); v != "" {
+	if v := getenv("FLOE_GC_PERCENT"); v == "auto" {
+		c.GCPercent = GCAuto
+	} else if v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			return fmt.Errorf("FLOE_GC_PERCENT: %w", err)
@@ -380,7 +388,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		c.GCPercent = n
 	}
 	for name, dst := range map[string]*int64{"FLOE_SQL_CACHE_BYTES": &c.SQLCacheBytes, "FLOE_SQL_TABLE_CACHE_BYTES": &c.SQLTableCacheBytes,
-		"FLOE_METADATA_CACHE_BYTES": &c.MetadataCacheBytes} {
+		"FLOE_METADATA_CACHE_BYTES": &c.MetadataCacheBytes, "FLOE_GC_HEADROOM": &c.GCHeadroom} {
 		if v := getenv(name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
@@ -531,8 +539,10 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("sql_startup_timeout %s: must be at least 100ms", c.SQLStartupTimeout)
 	case c.SQLMaxUnauthenticated < 1 || c.SQLMaxUnauthenticatedPerIP < 1 || c.SQLMaxConnections < 1:
 		return fmt.Errorf("sql_max_unauthenticated, sql_max_unauthenticated_per_ip and sql_max_connections must be at least 1")
-	case c.GCPercent < -1 || c.GCPercent == 0:
-		return fmt.Errorf("gc_percent %d: must be positive, or -1 (collect only at the memory limit)", c.GCPercent)
+	case c.GCPercent < -1:
+		return fmt.Errorf("gc_percent %d: must be 0 (auto), positive, or -1 (collect only at the memory limit)", c.GCPercent)
+	case c.GCHeadroom < 0:
+		return fmt.Errorf("gc_headroom %d: must not be negative", c.GCHeadroom)
 	case c.MetadataCacheBytes < 1<<20:
 		return fmt.Errorf("metadata_cache_bytes %d: must be at least 1 MiB", c.MetadataCacheBytes)
 	}

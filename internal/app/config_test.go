@@ -59,7 +59,8 @@ func TestConfig_Invalid(t *testing.T) {
 		{name: "negative audit export interval", edit: func(c *Config) { c.AuditExportInterval = -time.Second }, want: "audit_export_interval"},
 		{name: "memory limit", env: map[string]string{"FLOE_MEMORY_LIMIT": "lots"}, want: "memory_limit"},
 		{name: "memory limit share", yaml: "memory_limit: 0%\n", want: "memory_limit"},
-		{name: "gc percent", env: map[string]string{"FLOE_GC_PERCENT": "0"}, want: "gc_percent"},
+		{name: "gc percent", env: map[string]string{"FLOE_GC_PERCENT": "-5"}, want: "gc_percent"},
+		{name: "gc headroom", env: map[string]string{"FLOE_GC_HEADROOM": "-1"}, want: "gc_headroom"},
 		{name: "gc percent not a number", env: map[string]string{"FLOE_GC_PERCENT": "lots"}, want: "FLOE_GC_PERCENT"},
 		{name: "metadata cache", env: map[string]string{"FLOE_METADATA_CACHE_BYTES": "1000"}, want: "metadata_cache_bytes"},
 	}
@@ -93,7 +94,7 @@ func TestConfig_Invalid(t *testing.T) {
 // source sets them.
 func TestConfig_Memory(t *testing.T) {
 	c := Defaults()
-	if c.MemoryLimit != "75%" || c.GCPercent != 100 || c.MetadataCacheBytes != 128<<20 {
+	if c.MemoryLimit != "75%" || c.GCPercent != GCAuto || c.GCHeadroom != 160<<20 || c.MetadataCacheBytes != 128<<20 {
 		t.Errorf("defaults: memory_limit %q gc_percent %d metadata_cache_bytes %d", c.MemoryLimit, c.GCPercent, c.MetadataCacheBytes)
 	}
 	f := filepath.Join(t.TempDir(), "c.yaml")

@@ -4,8 +4,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
+	"time"
 )
 
 // files is a fake readFile over a map.
@@ -113,7 +116,7 @@ func TestApplyMemory(t *testing.T) {
 		t.Errorf("GC percent %d (reported %d from %s), want GOGC's 77", got, s.GCPercent, s.GCFrom)
 	}
 
-	for _, bad := range []Config{{MemoryLimit: "lots", GCPercent: 100}, {MemoryLimit: "1GiB", GCPercent: 0}} {
+	for _, bad := range []Config{{MemoryLimit: "lots", GCPercent: 100}, {MemoryLimit: "1GiB", GCPercent: -2}} {
 		if _, err := ApplyMemory(bad, func(string) string { return "" }, log); err == nil {
 			t.Errorf("ApplyMemory(%+v) accepted", bad)
 		}
@@ -122,4 +125,84 @@ func TestApplyMemory(t *testing.T) {
 		t.Errorf("valid config refused: %v", err)
 	}
 
+}
+
+func TestGCTuneTarget(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		live, headroom uint64
+		want           int
+	}{
+		{0, 160 * mib, 400},
+		{10 * mib, 160 * mib, 400},   // small heap: as rarely as GOGC=400
+		{40 * mib, 160 * mib, 400},   // exactly four times
+		{80 * mib, 160 * mib, 200},   // headroom over live
+		{100 * mib, 160 * mib, 160},  //
+		{160 * mib, 160 * mib, 100},  // live = headroom
+		{2048 * mib, 160 * mib, 100}, // large heap: never below GOGC=100
+	} {
+		if got := GCTuneTarget(c.live, c.headroom); got != c.want {
+			t.Errorf("GCTuneTarget(%d MiB, %d MiB) = %d, want %d", c.live/mib, c.headroom/mib, got, c.want)
+		}
+	}
+}
+
+// TestGCTunerFollowsLiveHeap runs the tuner with a headroom of twice a
+// live heap the test holds, and checks that after collections the GC
+// percentage is what GCTuneTarget says for the live heap (about 200),
+// then that a live heap past the headroom brings it to 100, and that Stop
+// ends the tuning.
+func TestGCTunerFollowsLiveHeap(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
+	live := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	gogc := func() int {
+		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		metrics.Read(s)
+		return int(s[0].Value.Uint64())
+	}
+	runtime.GC()
+	base := live()
+	hold := make([]byte, 64<<20)
+	for i := range hold {
+		hold[i] = byte(i)
+	}
+	headroom := 2 * (base + uint64(len(hold)))
+	stop := StartGCTuner(headroom)
+	defer stop()
+	waitFor := func(want func(int) bool, what string) int {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			runtime.GC()
+			time.Sleep(20 * time.Millisecond) // cleanups run after the cycle
+			pct := gogc()
+			if want(pct) {
+				return pct
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GC percent %d after 10 s, want %s (live %d MiB)", pct, what, live()>>20)
+			}
+		}
+	}
+	waitFor(func(p int) bool { return p >= 170 && p <= 230 }, "about 200")
+	more := make([]byte, 3*len(hold))
+	for i := range more {
+		more[i] = byte(i)
+	}
+	waitFor(func(p int) bool { return p == 100 }, "100 once live passes the headroom")
+	runtime.KeepAlive(hold)
+	runtime.KeepAlive(more)
+	stop()
+	debug.SetGCPercent(333)
+	runtime.GC()
+	time.Sleep(50 * time.Millisecond)
+	runtime.GC()
+	if p := gogc(); p != 333 {
+		t.Fatalf("the stopped tuner still sets the GC percent: %d", p)
+	}
 }

@@ -120,7 +120,8 @@ credential once.`,
 	auditPruneEvery := cmd.Flags().Duration("audit-prune-interval", app.Defaults().AuditPruneInterval, "how often expired audit records are pruned (env FLOE_AUDIT_PRUNE_INTERVAL)")
 	auditPruneBatch := cmd.Flags().Int("audit-prune-batch", app.Defaults().AuditPruneBatch, "most audit records one prune transaction deletes (env FLOE_AUDIT_PRUNE_BATCH)")
 	memLimit := cmd.Flags().String("memory-limit", app.Defaults().MemoryLimit, "Go soft memory limit: a size (2GiB), a share of the machine's or cgroup's memory (75%), or off (env FLOE_MEMORY_LIMIT; GOMEMLIMIT wins)")
-	gcPercent := cmd.Flags().Int("gc-percent", app.Defaults().GCPercent, "garbage collector target percentage (env FLOE_GC_PERCENT; GOGC wins)")
+	gcPercent := cmd.Flags().Int("gc-percent", app.Defaults().GCPercent, "garbage collector target percentage; 0 = auto, tuned from the live heap and --gc-headroom (env FLOE_GC_PERCENT; GOGC wins)")
+	gcHeadroom := cmd.Flags().Int64("gc-headroom", app.Defaults().GCHeadroom, "with --gc-percent 0 (auto): heap room in bytes above the live data (env FLOE_GC_HEADROOM)")
 	metaCache := cmd.Flags().Int64("metadata-cache-bytes", app.Defaults().MetadataCacheBytes, "bound on the estimated resident memory of cached parsed metadata and SQL scan plans (env FLOE_METADATA_CACHE_BYTES)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := load()
@@ -179,6 +180,9 @@ credential once.`,
 		if cmd.Flags().Changed("gc-percent") {
 			cfg.GCPercent = *gcPercent
 		}
+		if cmd.Flags().Changed("gc-headroom") {
+			cfg.GCHeadroom = *gcHeadroom
+		}
 		if cmd.Flags().Changed("metadata-cache-bytes") {
 			cfg.MetadataCacheBytes = *metaCache
 		}
@@ -186,9 +190,11 @@ credential once.`,
 		if err != nil {
 			return err
 		}
-		if _, err := app.ApplyMemory(cfg, getenv, log); err != nil {
+		mem, err := app.ApplyMemory(cfg, getenv, log)
+		if err != nil {
 			return err
 		}
+		defer mem.Stop()
 		ctx := cmd.Context()
 		a, err := app.Open(ctx, cfg, log)
 		if err != nil {
