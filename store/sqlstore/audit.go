@@ -116,7 +116,7 @@ func (s *Store) AuditRecords(ctx context.Context, after int64, limit int) ([]aud
 	if limit <= 0 {
 		limit = 1000
 	}
-	return s.auditSelect(ctx, "audit records", " WHERE seq > ? ORDER BY seq LIMIT ?", after, limit)
+	return s.auditSelect(ctx, "audit records", limit, " WHERE seq > ? ORDER BY seq LIMIT ?", after, limit)
 }
 
 // AuditQuery returns the records q selects, oldest first (newest first
@@ -182,26 +182,28 @@ func (s *Store) AuditQuery(ctx context.Context, q audit.Query) ([]audit.Record, 
 	if q.Newest {
 		order += " DESC"
 	}
-	return s.auditSelect(ctx, "audit query", tail+order+" LIMIT ?", append(args, q.Limit)...)
+	return s.auditSelect(ctx, "audit query", min(q.Limit, 1000), tail+order+" LIMIT ?", append(args, q.Limit)...)
 }
 
 // auditSelect reads the records of "SELECT <columns> FROM audit_events" + tail.
-func (s *Store) auditSelect(ctx context.Context, op, tail string, args ...any) ([]audit.Record, error) {
+func (s *Store) auditSelect(ctx context.Context, op string, capHint int, tail string, args ...any) ([]audit.Record, error) {
 	rows, err := s.read().query(ctx, "SELECT "+auditColumns+" FROM audit_events"+tail, args...)
 	if err != nil {
 		return nil, s.fail(op, err)
 	}
 	defer rows.Close()
-	out := []audit.Record{}
+	out := make([]audit.Record, 0, max(capHint, 0))
 	for rows.Next() {
 		var r audit.Record
 		var at dbTime
-		var detail string
 		if err := rows.Scan(&r.Seq, &at, &r.RequestID, &r.Principal, &r.ClientAddr, &r.Action, &r.Resource, &r.Outcome,
-			&detail, &r.PrevHash, &r.Hash); err != nil {
+			&r.Detail, &r.PrevHash, &r.Hash); err != nil {
 			return nil, s.fail(op, err)
 		}
-		r.Time, r.Detail = at.t, []byte(detail)
+		r.Time = at.t
+		if r.Detail == nil {
+			r.Detail = []byte{}
+		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
