@@ -56,9 +56,9 @@ type Seal struct {
 // sealObject is a seal as stored: its exact signed body, the signing
 // key's id and the signature.
 type sealObject struct {
-	Body json.RawMessage `json:"seal"`
-	KeyID string         `json:"kid"`
-	Sig   []byte         `json:"sig"`
+	Body  json.RawMessage `json:"seal"`
+	KeyID string          `json:"kid"`
+	Sig   []byte          `json:"sig"`
 }
 
 // SealObjects is the warehouse storage of seals. Names are relative to
