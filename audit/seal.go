@@ -80,7 +80,7 @@ func sealName(seq int64) string { return fmt.Sprintf("%020d.json", seq) }
 // sealSeq parses a seal object name; ok is false for anything else.
 func sealSeq(name string) (int64, bool) {
 	s, ok := strings.CutSuffix(name, ".json")
-	if !ok || len(s) != 20 {
+	if !ok || len(s) != 20 || strings.Trim(s, "0123456789") != "" {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
