@@ -242,6 +242,32 @@ func (l *Log) VerifyChain(ctx context.Context) (VerifyResult, error) {
 // verify is one walk of VerifyChain; it returns the checkpoint it started
 // from (zero when none).
 func (l *Log) verify(ctx context.Context) (VerifyResult, SignedCheckpoint, error) {
+	return l.walk(ctx, nil, nil)
+}
+
+// verifyWith is VerifyChain with hooks: onStart is called with the seq the
+// walk starts after (the pruning checkpoint's, or 0), onRecord with every
+// record after it has been checked; onRecord returning false stops the
+// walk (the caller keeps its own error).
+func (l *Log) verifyWith(ctx context.Context, onStart func(from int64), onRecord func(Record) bool) (VerifyResult, error) {
+	for attempt := 1; ; attempt++ {
+		res, sc, err := l.walk(ctx, onStart, onRecord)
+		if err == nil || !errors.Is(err, ErrTampered) || attempt >= verifyAttempts {
+			return res, err
+		}
+		cs, ok := l.store.(Checkpoints)
+		if !ok {
+			return res, err
+		}
+		now, has, cerr := cs.AuditCheckpoint(ctx)
+		if cerr != nil || !has || now.Seq == sc.Seq {
+			return res, err
+		}
+	}
+}
+
+// walk is one walk of the chain (see verifyWith).
+func (l *Log) walk(ctx context.Context, onStart func(from int64), onRecord func(Record) bool) (VerifyResult, SignedCheckpoint, error) {
 	var res VerifyResult
 	// The head is read first: an append writes its record and the head in one
 	// transaction, so every record up to this head exists for the walk below,
@@ -270,6 +296,9 @@ func (l *Log) verify(ctx context.Context) (VerifyResult, SignedCheckpoint, error
 				atHead = prev
 			}
 		}
+	}
+	if onStart != nil {
+		onStart(seq)
 	}
 	for {
 		rs, err := l.store.AuditRecords(ctx, seq, verifyPage)
@@ -300,6 +329,9 @@ func (l *Log) verify(ctx context.Context) (VerifyResult, SignedCheckpoint, error
 			res.Last = seq
 			if seq == hs {
 				atHead = h
+			}
+			if onRecord != nil && !onRecord(r) {
+				return res, sc, nil
 			}
 		}
 		if len(rs) < verifyPage {

@@ -51,6 +51,8 @@ type App struct {
 	auditExport *auditExporter
 	// auditPrune deletes audit records older than the retention (nil when off; see auditprune.go).
 	auditPrune *auditPruner
+	// auditSeal writes checkpoints of the audit chain into the warehouse (nil when off; see auditseal.go).
+	auditSeal *auditSealer
 	// sql is the SQL endpoint (nil when off; see sql.go).
 	sql *sqlEndpoint
 	// ingest loads data into tables for the management API (see ingest.go).
@@ -258,6 +260,7 @@ func (a *App) Start() error {
 	}
 	a.startAuditExport()
 	a.startAuditPrune()
+	a.startAuditSeal()
 	return nil
 }
 
@@ -287,6 +290,7 @@ func (a *App) AdminToken(ctx context.Context) (string, error) {
 func (a *App) Close(ctx context.Context) error {
 	var errs []error
 	errs = append(errs, a.stopAuditExport(), a.stopAuditPrune())
+	a.stopAuditSeal()
 	if a.maint != nil {
 		errs = append(errs, a.maint.Close())
 	}
@@ -301,6 +305,8 @@ func (a *App) Close(ctx context.Context) error {
 	if a.events != nil {
 		errs = append(errs, a.events.Close(ctx))
 	}
+	// The last checkpoint, once every event is stored.
+	errs = append(errs, a.sealAtShutdown(ctx))
 	if a.objects != nil {
 		errs = append(errs, a.objects.Close())
 	}

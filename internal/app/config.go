@@ -145,6 +145,12 @@ type Config struct {
 	// AuditPruneBatch is the most records one prune transaction deletes
 	// (env FLOE_AUDIT_PRUNE_BATCH, default 5000, at most 100000).
 	AuditPruneBatch int `yaml:"audit_prune_batch"`
+	// AuditCheckpointInterval is how often a node writes a signed checkpoint
+	// of the audit chain's head into the warehouse, as an immutable object
+	// under _floe/audit/checkpoints/ (env FLOE_AUDIT_CHECKPOINT_INTERVAL,
+	// default 1m; 0 turns it off). A node also writes one when it stops.
+	// `floe audit verify` checks the store against them (docs/audit.md).
+	AuditCheckpointInterval time.Duration `yaml:"audit_checkpoint_interval"`
 	// StreamFlushInterval and StreamFlushRows say when rows sent to the
 	// micro-batch endpoint .../stream are committed: every interval, or as
 	// soon as a table has that many buffered (defaults 5s and 100000).
@@ -309,6 +315,8 @@ func Defaults() Config {
 		AuditPruneInterval:  time.Minute,
 		AuditPruneBatch:     audit.DefaultPruneBatch,
 
+		AuditCheckpointInterval: time.Minute,
+
 		SQLListen:      "127.0.0.1:5433",
 		SQLMemoryLimit: "2GB",
 		SQLCacheBytes:  1 << 30,
@@ -421,6 +429,13 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		}
 		c.SQLThreads = n
 	}
+	if v := getenv("FLOE_AUDIT_CHECKPOINT_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("FLOE_AUDIT_CHECKPOINT_INTERVAL: %w", err)
+		}
+		c.AuditCheckpointInterval = d
+	}
 	if v := getenv("FLOE_AUDIT_PRUNE_BATCH"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -527,6 +542,8 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("audit_prune_batch %d: must be between 1 and %d", c.AuditPruneBatch, audit.MaxPruneBatch)
 	case c.AuditExportInterval != 0 && c.AuditExportInterval < 100*time.Millisecond:
 		return fmt.Errorf("audit_export_interval %s: must be 0 (off) or at least 100ms", c.AuditExportInterval)
+	case c.AuditCheckpointInterval != 0 && c.AuditCheckpointInterval < 100*time.Millisecond:
+		return fmt.Errorf("audit_checkpoint_interval %s: must be 0 (off) or at least 100ms", c.AuditCheckpointInterval)
 	case (c.SQLTLSCert == "") != (c.SQLTLSKey == ""):
 		return fmt.Errorf("sql_tls_cert and sql_tls_key must be set together")
 	case c.SQLThreads < 0:

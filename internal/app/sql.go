@@ -160,5 +160,5 @@ func (s sqlAuth) Token(ctx context.Context, user, token string) (pgwire.Identity
 
 // sqlIdentity is the session identity of an authenticated principal.
 func sqlIdentity(claims auth.Claims) pgwire.Identity {
-	return pgwire.Identity{Principal: claims.Principal, Payload: engine.Caller{Subject: authz.SubjectOf(claims), Unrestricted: claims.Admin, ReadOnly: !claims.CanWriteCatalog()}}
+	return pgwire.Identity{Principal: claims.Principal, Payload: engine.Caller{Subject: authz.SubjectOf(claims), Unrestricted: claims.Admin, ReadOnly: !claims.CanWriteCatalog(), TokenID: claims.TokenID}}
 }

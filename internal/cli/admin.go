@@ -81,7 +81,14 @@ the key file (the last key is current), restart the nodes, then run
 func auditCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	cmd := &cobra.Command{Use: "audit", Short: "Inspect, query and verify the audit log"}
 	verify := &cobra.Command{Use: "verify", Args: cobra.NoArgs,
-		Short: "Check the audit log's hash chain; exits non-zero if any record was modified, deleted or inserted"}
+		Short: "Check the audit log's hash chain and the checkpoints in the warehouse; exits non-zero if the history is not proven",
+		Long: `Check the audit log's hash chain in the metadata store, and the store against
+the signed checkpoints of the chain's head that the server writes into the
+warehouse (_floe/audit/checkpoints/). Exits non-zero when a record was
+modified, deleted or inserted, when the store was rewritten consistently
+(records, hashes and head) so that it disagrees with a checkpoint, or when a
+checkpoint was deleted; the error says up to which record the history is
+proven and from which record on it is not.`}
 	vload := configFlags(verify.Flags(), getenv)
 	verify.RunE = func(c *cobra.Command, _ []string) error {
 		a, err := openApp(c, vload, stderr)
@@ -89,7 +96,14 @@ func auditCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comma
 			return err
 		}
 		defer a.Close(context.Background())
-		res, err := a.Audit().VerifyChain(c.Context())
+		objs, err := a.SealObjects(c.Context())
+		if err != nil {
+			return err
+		}
+		res, rep, err := a.Audit().VerifySeals(c.Context(), objs)
+		for _, ig := range rep.Ignored {
+			fmt.Fprintf(stderr, "warning: warehouse checkpoint ignored, it proves nothing: %s\n", ig)
+		}
 		if err != nil {
 			return err
 		}
@@ -101,6 +115,19 @@ func auditCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comma
 		if cp := res.Checkpoint; cp != nil {
 			fmt.Fprintf(stdout, "pruned: %d records (1..%d) before the checkpoint of %s, signature valid; %d records kept (%d..%d)\n",
 				cp.Pruned, cp.Seq, cp.Time.UTC().Format(time.RFC3339), res.Records, res.First, res.Last)
+		}
+		switch {
+		case rep.Proven > 0:
+			fmt.Fprintf(stdout, "proven up to record %d (checkpoint at %s) by %d of %d warehouse checkpoints\n",
+				rep.Proven, rep.ProvenAt.UTC().Format(time.RFC3339), rep.Trusted, rep.Seals)
+		case rep.Trusted > 0:
+			fmt.Fprintf(stdout, "no kept record is covered by a warehouse checkpoint (%d checkpoints precede the pruning checkpoint)\n", rep.Before)
+		default:
+			fmt.Fprintln(stdout, "no warehouse checkpoint: the history is only as good as the metadata store (is audit_checkpoint_interval 0?)")
+		}
+		if rep.Unsealed > 0 {
+			fmt.Fprintf(stdout, "not yet checkpointed: records %d..%d (since %s); the next checkpoint covers them\n",
+				rep.Unsealed, seq, rep.UnsealedAt.UTC().Format(time.RFC3339))
 		}
 		return nil
 	}

@@ -118,6 +118,7 @@ credential once.`,
 	httpLimits := httpLimitFlags(cmd.Flags())
 	auditKeep := cmd.Flags().Duration("audit-retention", app.Defaults().AuditRetention, "how long audit records stay in the store; older ones are pruned behind a signed checkpoint; 0 = forever (env FLOE_AUDIT_RETENTION)")
 	auditPruneEvery := cmd.Flags().Duration("audit-prune-interval", app.Defaults().AuditPruneInterval, "how often expired audit records are pruned (env FLOE_AUDIT_PRUNE_INTERVAL)")
+	auditSealEvery := cmd.Flags().Duration("audit-checkpoint-interval", app.Defaults().AuditCheckpointInterval, "how often a signed checkpoint of the audit chain's head is written into the warehouse; 0 = off (env FLOE_AUDIT_CHECKPOINT_INTERVAL)")
 	auditPruneBatch := cmd.Flags().Int("audit-prune-batch", app.Defaults().AuditPruneBatch, "most audit records one prune transaction deletes (env FLOE_AUDIT_PRUNE_BATCH)")
 	memLimit := cmd.Flags().String("memory-limit", app.Defaults().MemoryLimit, "Go soft memory limit: a size (2GiB), a share of the machine's or cgroup's memory (75%), or off (env FLOE_MEMORY_LIMIT; GOMEMLIMIT wins)")
 	gcPercent := cmd.Flags().Int("gc-percent", app.Defaults().GCPercent, "garbage collector target percentage; 0 = auto, tuned from the live heap and --gc-headroom (env FLOE_GC_PERCENT; GOGC wins)")
@@ -170,6 +171,9 @@ credential once.`,
 		}
 		if cmd.Flags().Changed("audit-prune-interval") {
 			cfg.AuditPruneInterval = *auditPruneEvery
+		}
+		if cmd.Flags().Changed("audit-checkpoint-interval") {
+			cfg.AuditCheckpointInterval = *auditSealEvery
 		}
 		if cmd.Flags().Changed("audit-prune-batch") {
 			cfg.AuditPruneBatch = *auditPruneBatch

@@ -54,6 +54,10 @@ type Caller struct {
 	// ReadOnly callers may not change tables (a token with scope
 	// catalog:read), whatever their grants.
 	ReadOnly bool
+	// TokenID is the id (jti) of the access token the session logged in
+	// with; "" for a SQL password. Every sql.query event names it, as the
+	// catalog's events do.
+	TokenID string
 }
 
 // Defaults of Options.
@@ -180,6 +184,7 @@ type session struct {
 	e            *Engine
 	pg           *pgwire.Session
 	sub          authz.Subject
+	tokenID      string // the login token's id; "" for a SQL password
 	unrestricted bool
 	readOnly     bool
 	dmlSeq       int // names the temporary tables of DML statements
@@ -207,7 +212,7 @@ func (e *Engine) StartSession(ctx context.Context, s *pgwire.Session) error {
 		db.Close()
 		return fmt.Errorf("connect duckdb: %w", err)
 	}
-	ss := &session{e: e, pg: s, sub: c.Subject, unrestricted: c.Unrestricted, readOnly: c.ReadOnly, db: db, conn: dc.(*duckdb.Conn), tables: newTableCache(e.opts.TableCacheBytes)}
+	ss := &session{e: e, pg: s, sub: c.Subject, tokenID: c.TokenID, unrestricted: c.Unrestricted, readOnly: c.ReadOnly, db: db, conn: dc.(*duckdb.Conn), tables: newTableCache(e.opts.TableCacheBytes)}
 	if err := ss.configure(ctx); err != nil {
 		ss.close()
 		return err
@@ -717,17 +722,39 @@ func (ss *session) auditQuery(ctx context.Context, st *selectStmt, rows int64, e
 }
 
 // emitAudit records a statement's sql.query event with detail, adding the
-// public error (SQLSTATE and message) when err is set.
+// caller's token and principal ids, and the public error (SQLSTATE and
+// message) when err is set. A statement refused for a missing privilege
+// (SQLSTATE 42501) is outcome denied, as a refused catalog call is, with
+// the missing privilege in "privilege" when the refusal names one.
 func (ss *session) emitAudit(ctx context.Context, detail map[string]any, err error) {
+	if ss.tokenID != "" {
+		detail["token_id"] = ss.tokenID
+	}
+	if ss.sub.PrincipalID != "" {
+		detail["principal_id"] = ss.sub.PrincipalID
+	}
 	outcome := audit.OutcomeSuccess
 	if err != nil {
 		outcome = audit.OutcomeFailure
 		pe := ss.publicError(err, false)
 		var perr *pgwire.Error
+		code, msg := "", ""
 		if errors.As(pe, &perr) {
+			code, msg = perr.Code, perr.Message
 			detail["error"] = perr.Code + " " + perr.Message
 		} else {
-			detail["error"] = floe.PublicMessage(pe)
+			msg = floe.PublicMessage(pe)
+			detail["error"] = msg
+			if floe.KindOf(pe) == floe.Forbidden {
+				code = pgwire.CodeInsufficientPrivilege
+				detail["error"] = code + " " + msg
+			}
+		}
+		if code == pgwire.CodeInsufficientPrivilege {
+			outcome = audit.OutcomeDenied
+			if priv := missingPrivilege(msg); priv != "" {
+				detail["privilege"] = priv
+			}
 		}
 	}
 	addr := ""
@@ -743,6 +770,19 @@ func (ss *session) emitAudit(ctx context.Context, detail map[string]any, err err
 		Outcome:    outcome,
 		Detail:     detail,
 	})
+}
+
+// lacksPrivilege finds the privilege an authorization refusal names:
+// `principal "bi" lacks SELECT on table ...`.
+var lacksPrivilege = regexp.MustCompile(` lacks ([A-Z_]+) on `)
+
+// missingPrivilege returns the privilege a refusal message says is
+// missing, or "" when it names none (e.g. a refused function).
+func missingPrivilege(msg string) string {
+	if m := lacksPrivilege.FindStringSubmatch(msg); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // publicError turns an error into what the client sees. DuckDB's messages

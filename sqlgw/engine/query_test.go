@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/floe-lake/floe/audit"
+	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/lake"
 )
@@ -179,33 +181,67 @@ func TestCancel(t *testing.T) {
 	}
 }
 
+// TestAudit: every sql.query event names the login token (token_id) and
+// the principal's id, as the catalog's events do; a statement refused with
+// SQLSTATE 42501 is outcome denied (issue 15), with the missing privilege
+// when the refusal names one.
 func TestAudit(t *testing.T) {
 	e := newEnv(t)
 	tbl := e.createPeople(t, "crm", "people")
 	appendPeople(t, tbl, people(5)...)
-	c := e.admin(t)
+	tok := e.f.Token(t)
+	claims, err := e.f.App.Auth().Verify(context.Background(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.connect(t, "admin", tok)
 	mustRows(t, c, "SELECT * FROM crm.people WHERE region = 'eu'")
 	_, _ = queryRows(t, c, "SELECT * FROM read_csv('/etc/passwd')")
-	var found, refused bool
+	p, secret, err := e.f.App.Auth().CreatePrincipal(context.Background(), "nosy", nil, false, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.grant(t, "nosy", authz.Describe, "crm", "people", nil)
+	nosy := e.connect(t, "nosy", e.f.TokenFor(t, p.ClientID, secret))
+	_, err = queryRows(t, nosy, "SELECT name FROM crm.people")
+	wantCode(t, err, "42501")
+	_, err = nosy.Exec(context.Background(), "DELETE FROM crm.people WHERE id = 1")
+	wantCode(t, err, "42501")
+	var found, refused, lacksSelect, lacksModify bool
 	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) && !(found && refused) {
+	for time.Now().Before(deadline) && !(found && refused && lacksSelect && lacksModify) {
 		recs, err := e.f.App.Store().AuditQuery(context.Background(), audit.Query{Action: "sql.query"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range recs {
-			d := string(r.Detail)
-			if r.Principal == "admin" && r.Outcome == audit.OutcomeSuccess && strings.Contains(d, `"rows":3`) && strings.Contains(d, "floe.crm.people") && strings.Contains(d, "region = 'eu'") {
+			var d map[string]any
+			if err := json.Unmarshal(r.Detail, &d); err != nil {
+				t.Fatal(err)
+			}
+			if d["token_id"] == nil || d["token_id"] == "" || d["principal_id"] == nil || d["principal_id"] == "" {
+				t.Errorf("sql.query event %d without the token or principal id: %s", r.Seq, r.Detail)
+			}
+			sql, _ := d["sql"].(string)
+			errText, _ := d["error"].(string)
+			if r.Principal == "admin" && d["token_id"] == claims.TokenID && d["principal_id"] == claims.PrincipalID &&
+				r.Outcome == audit.OutcomeSuccess && d["rows"] == float64(3) && strings.Contains(string(r.Detail), "floe.crm.people") && strings.Contains(sql, "region = 'eu'") {
 				found = true
 			}
-			if r.Outcome == audit.OutcomeFailure && strings.Contains(d, "read_csv") && strings.Contains(d, "42501") {
+			if r.Principal == "admin" && r.Outcome == audit.OutcomeDenied && strings.Contains(sql, "read_csv") && strings.HasPrefix(errText, "42501 ") {
 				refused = true
+			}
+			if r.Principal == "nosy" && r.Outcome == audit.OutcomeDenied && strings.HasPrefix(sql, "SELECT name") && d["privilege"] == "SELECT" && strings.HasPrefix(errText, "42501 ") {
+				lacksSelect = true
+			}
+			if r.Principal == "nosy" && r.Outcome == audit.OutcomeDenied && strings.HasPrefix(sql, "DELETE") && d["privilege"] == "MODIFY" {
+				lacksModify = true
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !found || !refused {
-		t.Fatalf("audit events: query %v, refusal %v", found, refused)
+	if !found || !refused || !lacksSelect || !lacksModify {
+		t.Fatalf("audit events: query %v, refused function %v, refused SELECT %v, refused DELETE %v", found, refused, lacksSelect, lacksModify)
 	}
 }
 
