@@ -16,6 +16,7 @@ import (
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/keywrap"
 	"github.com/floe-lake/floe/internal/netlimit"
 	"github.com/floe-lake/floe/maint"
 	"github.com/floe-lake/floe/oauth"
@@ -37,7 +38,11 @@ type App struct {
 	minter  vend.Minter   // nil: no vending
 	events  *audit.Async
 	vend    *restcat.Vending  // nil: no vending
-	keyring *sse.LocalKeyring // nil when encryption is off
+	keyring sse.KeyWrapper // wraps object data keys; nil when encryption is off
+	// sealer seals the store's secrets; objectWrapper wraps the objects'
+	// data keys (see keys.go).
+	sealer        *keywrap.Sealer
+	objectWrapper sse.KeyWrapper
 	cat     *catalog.Catalog
 	auth    *auth.Service
 	audit   *audit.Log
@@ -103,7 +108,13 @@ func (a *App) init(ctx context.Context) error {
 	if issuer == "" {
 		issuer = "http://" + cfg.Listen // made exact in Start
 	}
-	a.auth = auth.New(a.store, auth.Options{Issuer: issuer, TokenTTL: cfg.TokenTTL, Logger: a.log, TrustedIssuers: cfg.TrustedIssuers})
+	// Keys at rest: the wrappers first, and every secret of the store
+	// sealed under the current key before anything reads one.
+	if err := a.openKeys(ctx); err != nil {
+		return err
+	}
+	a.auth = auth.New(a.store, auth.Options{Issuer: issuer, TokenTTL: cfg.TokenTTL, Logger: a.log, TrustedIssuers: cfg.TrustedIssuers,
+		Sealer: a.sealer})
 	if err := a.auth.Init(ctx); err != nil {
 		return err
 	}
