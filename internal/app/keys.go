@@ -63,6 +63,14 @@ func (a *App) openKeys(ctx context.Context) error {
 		a.log.InfoContext(ctx, "keys at rest: wrapped the store's secrets under the current key",
 			"key", a.sealer.Wrapper().CurrentKeyID(), "sealed_plaintext", res.Sealed, "rewrapped", res.Rewrapped)
 	}
+	if res.Sealed > 0 {
+		// Plaintext keys were just sealed: drop the old row versions the
+		// database keeps, so its files hold no plaintext key.
+		if err := a.store.ScrubKeyTables(ctx); err != nil {
+			return err
+		}
+		a.log.WarnContext(ctx, "keys at rest: the store held plaintext keys; backups taken before today still do. Rotate them: floe signing-key rotate (vend keys rotate weekly)")
+	}
 	return nil
 }
 

@@ -12,7 +12,9 @@ import (
 	"database/sql"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,10 +30,14 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
+	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/internal/app"
+	"github.com/floe-lake/floe/internal/keywrap"
 	"github.com/floe-lake/floe/internal/pgtest"
 	"github.com/floe-lake/floe/internal/testkit"
 	"github.com/floe-lake/floe/objstore"
+	"github.com/floe-lake/floe/objstore/sse"
+	"github.com/floe-lake/floe/store/sqlstore"
 	"github.com/floe-lake/floe/vend"
 )
 
@@ -47,6 +53,9 @@ type stolenRow struct {
 	id   string
 	blob []byte
 }
+
+// Blob returns the stored bytes.
+func (r stolenRow) Blob() []byte { return r.blob }
 
 // dumpStore reads the key tables and the admin principal through db.
 func dumpStore(t *testing.T, db *sql.DB) storeDump {
@@ -277,4 +286,181 @@ func TestStoreCopyCannotSignOrMint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// oldStore makes a store the way Floe wrote it before keys were wrapped:
+// plaintext signing and vend keys, an admin principal, a token and a
+// credential issued under them.
+func oldStore(t *testing.T, path string) (token string, cred vend.Credentials) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, path, sqlstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	as := auth.New(st, auth.Options{})
+	if err := as.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := as.CreatePrincipal(ctx, "admin", nil, true, "test-admin", "test-admin-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	em, err := vend.NewEmbedded(ctx, st, vend.EmbeddedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, _, err = em.Mint(ctx, vend.Session{Principal: p.Name, PrincipalID: p.ID,
+		Grants: []vend.Grant{{Bucket: "floe", Prefix: "old/", Access: vend.Read}}}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := st.SigningKeys(ctx)
+	if len(keys) != 1 || !bytes.HasPrefix(keys[0].PrivatePEM, []byte("-----BEGIN PRIVATE KEY")) {
+		t.Fatalf("the old store does not hold a plaintext key: %d keys", len(keys))
+	}
+	// The issuer is fixed per server; an old token names the issuer it
+	// was issued under, which the restarted node keeps (public_url).
+	as.SetIssuer("http://floe.test")
+	tok, err := as.Issue(ctx, p, p.Scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.AccessToken, cred
+}
+
+// TestMigratePlaintextKeys starts Floe on a store written by the old code:
+// its plaintext keys are sealed on first start, no plaintext is left, and
+// the tokens and credentials issued before keep working.
+func TestMigratePlaintextKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	tok, cred := oldStore(t, path)
+	f := testkit.Start(t, func(c *app.Config) { c.Store = path; c.PublicURL = "http://floe.test" })
+
+	db := copySQLite(t, path)
+	d := dumpStore(t, db)
+	for _, r := range append(d.signing, d.vend...) {
+		if !keywrap.IsSealed(r.Blob()) {
+			t.Errorf("key %s is still plaintext after the first start", r.id)
+		}
+	}
+	// No plaintext key anywhere in the database file.
+	raw, _ := os.ReadFile(path)
+	wal, _ := os.ReadFile(path + "-wal")
+	if bytes.Contains(append(raw, wal...), []byte("PRIVATE KEY")) {
+		t.Error("the database files still hold a plaintext private key after the migration")
+	}
+
+	// The old token still verifies.
+	req, _ := http.NewRequest("GET", f.URL+f.P("/namespaces"), nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("token issued before the migration: %d, want 200", resp.StatusCode)
+	}
+	// The old credential still opens: a LIST under its grant succeeds.
+	cli := s3.New(s3.Options{BaseEndpoint: aws.String(f.App.S3URL()), Region: "us-east-1", UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(cred.AccessKeyID, cred.SecretAccessKey, cred.SessionToken)})
+	if _, err := cli.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("floe"), Prefix: aws.String("old/")}); err != nil {
+		t.Errorf("credential minted before the migration: %v", err)
+	}
+}
+
+// TestRotateWrappingKey appends a new warehouse key and restarts a node:
+// every secret is re-wrapped under it, while a node still running with only
+// the old key keeps verifying tokens and minting credentials (it holds its
+// keys unwrapped), and the restarted node verifies the old tokens.
+func TestRotateWrappingKey(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "keys", "warehouse.keys")
+	f := testkit.Start(t, func(c *app.Config) { c.DataDir = dir; c.PublicURL = "http://floe.test" })
+	tok := f.Token(t)
+	ctx := context.Background()
+	before, err := keyIDs(ctx, f.App.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The operator appends a new key (the last is current) ...
+	line, err := sse.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.OpenFile(keyFile, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(fh, "k-new %s\n", line)
+	fh.Close()
+	// ... and (re)starts a node: it re-wraps on start.
+	cfg := f.App.Config()
+	cfg.Listen, cfg.S3Listen, cfg.SQLListen = "127.0.0.1:0", "127.0.0.1:0", "off"
+	cfg.Maintenance = false
+	b, err := app.Open(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	after, err := keyIDs(ctx, b.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, kid := range after {
+		if kid != "k-new" {
+			t.Errorf("secret %s wrapped under %q after the rotation, want k-new (before: %q)", id, kid, before[id])
+		}
+	}
+	if len(after) != len(before) || len(after) < 2 {
+		t.Fatalf("secrets before %v, after %v", before, after)
+	}
+	// The restarted node verifies the token issued before.
+	if _, err := b.Auth().Verify(ctx, tok); err != nil {
+		t.Errorf("new node: token issued before the rotation: %v", err)
+	}
+	// The node still on the old key file keeps serving.
+	if r := f.DoAs(t, tok, "GET", f.P("/namespaces"), nil); r.Status != 200 {
+		t.Errorf("old node after the rotation: %d", r.Status)
+	}
+	f.CreateTable(t, "rot", "t") // vends a credential with its cached key
+	if _, err := f.App.Auth().Issue(ctx, mustPrincipal(t, f), nil); err != nil {
+		t.Errorf("old node cannot sign after the rotation: %v", err)
+	}
+	// `floe keys rewrap` on a rotated store has nothing left to do.
+	if res, err := b.RewrapSecrets(ctx); err != nil || res.Sealed+res.Rewrapped != 0 {
+		t.Errorf("RewrapSecrets after the rotation = %+v, %v", res, err)
+	}
+}
+
+func mustPrincipal(t *testing.T, f *testkit.Floe) auth.Principal {
+	t.Helper()
+	p, err := f.App.Store().PrincipalByName(context.Background(), "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// keyIDs returns the wrapping key id of every secret of the store.
+func keyIDs(ctx context.Context, st *sqlstore.Store) (map[string]string, error) {
+	out := map[string]string{}
+	sk, err := st.SigningKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range sk {
+		out["signing/"+k.KID], _ = keywrap.KeyID(k.PrivatePEM)
+	}
+	vk, err := st.VendKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range vk {
+		out["vend/"+k.ID], _ = keywrap.KeyID(k.Secret)
+	}
+	return out, nil
 }

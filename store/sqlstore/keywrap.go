@@ -26,3 +26,22 @@ func (s *Store) replaceBlob(ctx context.Context, op, q, id string, old, new []by
 	})
 	return n == 1, err
 }
+
+// ScrubKeyTables removes the old versions of rows of the key tables that
+// the database keeps after an update (free pages and the write-ahead log on
+// SQLite, dead tuples on PostgreSQL), so that no plaintext key survives in
+// the database files once the keys are sealed. It rewrites the database
+// (SQLite) or the two key tables (PostgreSQL), so call it only when
+// plaintext keys were just sealed. Backups taken before still hold them.
+func (s *Store) ScrubKeyTables(ctx context.Context) error {
+	stmts := []string{"VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"}
+	if s.d.name == DialectPostgres {
+		stmts = []string{"VACUUM FULL signing_keys, vend_keys"}
+	}
+	for _, q := range stmts {
+		if _, err := s.wdb.ExecContext(ctx, q); err != nil {
+			return s.fail("scrub key tables", err)
+		}
+	}
+	return nil
+}
