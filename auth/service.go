@@ -96,10 +96,10 @@ type Token struct {
 type Service struct {
 	store  Store
 	sealer Sealer
-	ttl   time.Duration
-	alg   string
-	now   func() time.Time
-	log   *slog.Logger
+	ttl    time.Duration
+	alg    string
+	now    func() time.Time
+	log    *slog.Logger
 
 	issuerMu sync.RWMutex
 	issuer   string

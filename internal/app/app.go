@@ -37,19 +37,19 @@ type App struct {
 	s3      *s3api.Server // nil unless the embedded endpoint runs
 	minter  vend.Minter   // nil: no vending
 	events  *audit.Async
-	vend    *restcat.Vending  // nil: no vending
-	keyring sse.KeyWrapper // wraps object data keys; nil when encryption is off
+	vend    *restcat.Vending // nil: no vending
+	keyring sse.KeyWrapper   // wraps object data keys; nil when encryption is off
 	// sealer seals the store's secrets; objectWrapper wraps the objects'
 	// data keys (see keys.go).
 	sealer        *keywrap.Sealer
 	objectWrapper sse.KeyWrapper
-	cat     *catalog.Catalog
-	auth    *auth.Service
-	audit   *audit.Log
-	authz   *authz.Authorizer
-	oauth   *oauth.Handler
-	rest    *restcat.Handler
-	maint   *maint.Scheduler // nil when maintenance is off
+	cat           *catalog.Catalog
+	auth          *auth.Service
+	audit         *audit.Log
+	authz         *authz.Authorizer
+	oauth         *oauth.Handler
+	rest          *restcat.Handler
+	maint         *maint.Scheduler // nil when maintenance is off
 	// maintainer runs maintenance on demand (see maint.go).
 	maintainer *maint.Maintainer
 	// auditExport appends the audit log to system.audit (nil when off; see auditexport.go).

@@ -44,8 +44,8 @@ import (
 // storeDump is what an attacker reads from a copy of the metadata store:
 // every row of the key tables and the admin principal.
 type storeDump struct {
-	signing []stolenRow // newest first
-	vend    []stolenRow // newest first
+	signing                         []stolenRow // newest first
+	vend                            []stolenRow // newest first
 	adminID, adminClient, adminName string
 }
 
@@ -183,8 +183,8 @@ func forgeAdminToken(t *testing.T, d storeDump, issuer string) (string, bool) {
 // stolenKeys is a vend.KeyStore holding one key found in the dump.
 type stolenKeys struct{ k vend.Key }
 
-func (s stolenKeys) VendKeys(context.Context) ([]vend.Key, error)             { return []vend.Key{s.k}, nil }
-func (s stolenKeys) AddVendKey(context.Context, vend.Key) error                { return errors.New("read-only") }
+func (s stolenKeys) VendKeys(context.Context) ([]vend.Key, error)                 { return []vend.Key{s.k}, nil }
+func (s stolenKeys) AddVendKey(context.Context, vend.Key) error                   { return errors.New("read-only") }
 func (s stolenKeys) DeleteVendKeysBefore(context.Context, time.Time) (int, error) { return 0, nil }
 
 // vendCandidates are the 32-byte secrets an attacker tries from a stored
