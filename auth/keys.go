@@ -114,12 +114,18 @@ func (s *Service) reloadKeys(ctx context.Context) error {
 	s.keys.mu.RLock()
 	have := s.keys.keys
 	s.keys.mu.RUnlock()
+	if len(stored) > maxSigningKeys {
+		s.log.WarnContext(ctx, "auth: the store holds more signing keys than are loaded; using the newest", "stored", len(stored), "loaded", maxSigningKeys)
+		stored = stored[:maxSigningKeys]
+	}
 	keys := make(map[string]signer, len(stored))
 	order := make([]SigningKey, 0, len(stored))
 	for _, k := range stored {
 		pk, ok := have[k.KID]
 		if !ok {
-			if pk, err = parseSigningKey(k); err != nil {
+			// Only keys not loaded yet are unsealed: once per node, never
+			// per request.
+			if pk, err = s.openSigningKey(ctx, k); err != nil {
 				return err
 			}
 		}
@@ -130,6 +136,25 @@ func (s *Service) reloadKeys(ctx context.Context) error {
 	s.keys.keys, s.keys.order, s.keys.loaded = keys, order, s.now()
 	s.keys.mu.Unlock()
 	return s.prune(ctx, order)
+}
+
+// maxSigningKeys bounds the signing keys held in memory: retired keys are
+// pruned after the token lifetime, so a store holds one or two; beyond
+// maxSigningKeys only the newest are loaded.
+const maxSigningKeys = 32
+
+// openSigningKey unseals (when a Sealer is configured) and parses a stored key.
+func (s *Service) openSigningKey(ctx context.Context, k SigningKey) (signer, error) {
+	if s.sealer == nil {
+		return parseSigningKey(k)
+	}
+	pemBytes, err := s.sealer.Open(ctx, SealPurpose, k.KID, k.PrivatePEM)
+	if err != nil {
+		return signer{}, fmt.Errorf("signing key %s: %w", k.KID, err)
+	}
+	defer clear(pemBytes)
+	k.PrivatePEM = pemBytes
+	return parseSigningKey(k)
 }
 
 func parseSigningKey(k SigningKey) (signer, error) {
@@ -221,6 +246,15 @@ func (s *Service) RotateKey(ctx context.Context) (string, error) {
 	}
 	s.keys.mu.RUnlock()
 	sk := SigningKey{KID: kid, PrivatePEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), CreatedAt: at}
+	clear(der)
+	if s.sealer != nil {
+		sealed, err := s.sealer.Seal(ctx, SealPurpose, kid, sk.PrivatePEM)
+		clear(sk.PrivatePEM)
+		if err != nil {
+			return "", fmt.Errorf("seal signing key: %w", err)
+		}
+		sk.PrivatePEM = sealed
+	}
 	if err := s.store.AddSigningKey(ctx, sk); err != nil {
 		return "", fmt.Errorf("store signing key: %w", err)
 	}

@@ -55,6 +55,10 @@ type Options struct {
 	// or AlgRS256. Init rotates to a key of this algorithm if the current
 	// one differs; tokens signed with the old key keep verifying.
 	SigningAlg string
+	// Sealer seals the signing keys' private keys in the store (see
+	// internal/keywrap). Nil stores them in plaintext (tests only: then a
+	// copy of the store signs tokens).
+	Sealer Sealer
 }
 
 // Claims is what a verified access token says about its bearer.
@@ -90,11 +94,12 @@ type Token struct {
 // Service issues and verifies tokens for registered principals. It is safe
 // for concurrent use.
 type Service struct {
-	store Store
-	ttl   time.Duration
-	alg   string
-	now   func() time.Time
-	log   *slog.Logger
+	store  Store
+	sealer Sealer
+	ttl    time.Duration
+	alg    string
+	now    func() time.Time
+	log    *slog.Logger
 
 	issuerMu sync.RWMutex
 	issuer   string
@@ -137,7 +142,7 @@ func New(store Store, opts Options) *Service {
 		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	cache, _ := lru.New[string, tokenClaims](16384)
-	s := &Service{store: store, issuer: strings.TrimSuffix(opts.Issuer, "/"), ttl: opts.TokenTTL, alg: opts.SigningAlg, now: opts.Now,
+	s := &Service{store: store, sealer: opts.Sealer, issuer: strings.TrimSuffix(opts.Issuer, "/"), ttl: opts.TokenTTL, alg: opts.SigningAlg, now: opts.Now,
 		log: opts.Logger, verified: cache, secrets: newSecretCache(opts.SecretCacheTTL, opts.Now),
 		external: map[string]*externalIssuer{}}
 	s.keys = keyring{refresh: opts.KeyRefresh, keys: map[string]signer{}}

@@ -19,9 +19,23 @@ type Principal struct {
 
 // SigningKey is one of Floe's token signing keys.
 type SigningKey struct {
-	KID        string
-	PrivatePEM []byte // PKCS#8 PEM
+	KID string
+	// PrivatePEM is the PKCS#8 PEM private key; in the Store, sealed by
+	// Options.Sealer (plain PEM only when no Sealer is configured).
+	PrivatePEM []byte
 	CreatedAt  time.Time
+}
+
+// SealPurpose names the signing keys to the Sealer; it is bound into each
+// sealed key, with its kid.
+const SealPurpose = "auth.signing-key"
+
+// Sealer seals secrets at rest (see internal/keywrap).
+type Sealer interface {
+	// Seal encrypts secret for (purpose, id).
+	Seal(ctx context.Context, purpose, id string, secret []byte) ([]byte, error)
+	// Open decrypts a blob sealed for (purpose, id).
+	Open(ctx context.Context, purpose, id string, blob []byte) ([]byte, error)
 }
 
 // ClientKey is a public key a principal signs JWT assertions with (RFC 7523

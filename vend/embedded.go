@@ -47,6 +47,9 @@ type EmbeddedOptions struct {
 	// days): a new key is created when the newest is older, and keys created
 	// more than KeyRotation + MaxTTL ago are deleted.
 	KeyRotation time.Duration
+	// Sealer seals the keys in the KeyStore. Nil stores them in plaintext
+	// (tests only: then a copy of the store mints credentials).
+	Sealer Sealer
 }
 
 // Embedded mints and resolves credentials for Floe's own S3 endpoint (see
@@ -54,6 +57,7 @@ type EmbeddedOptions struct {
 // concurrent use.
 type Embedded struct {
 	ks       KeyStore
+	sealer   Sealer
 	now      func() time.Time
 	log      *slog.Logger
 	rotation time.Duration
@@ -81,7 +85,7 @@ func NewEmbedded(ctx context.Context, ks KeyStore, o EmbeddedOptions) (*Embedded
 	if o.KeyRotation < 0 {
 		return nil, fmt.Errorf("vend: negative key rotation %s", o.KeyRotation)
 	}
-	e := &Embedded{ks: ks, now: o.Now, log: o.Logger, rotation: o.KeyRotation, keys: map[string]*sealKey{}}
+	e := &Embedded{ks: ks, sealer: o.Sealer, now: o.Now, log: o.Logger, rotation: o.KeyRotation, keys: map[string]*sealKey{}}
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -279,6 +283,14 @@ func (e *Embedded) rotateLocked(ctx context.Context) error {
 	for try := 0; ; try++ {
 		k := Key{ID: id, Secret: make([]byte, KeySize), Created: created}
 		rand.Read(k.Secret)
+		if e.sealer != nil {
+			sealed, err := e.sealer.Seal(ctx, SealPurpose, id, k.Secret)
+			clear(k.Secret)
+			if err != nil {
+				return fmt.Errorf("vend: seal a new sealing key: %w", err)
+			}
+			k.Secret = sealed
+		}
 		err := e.ks.AddVendKey(ctx, k)
 		if err == nil {
 			e.log.InfoContext(ctx, "vend: created a sealing key", "key", id)
@@ -304,6 +316,22 @@ func (e *Embedded) rotateLocked(ctx context.Context) error {
 	return e.reloadLocked(ctx)
 }
 
+// open unseals a stored key and derives its sealing key; the unsealed
+// secret is cleared. Only keys not yet loaded are opened, so a key is
+// unwrapped once per node, never per request.
+func (e *Embedded) open(ctx context.Context, k Key) (*sealKey, error) {
+	if e.sealer == nil {
+		return newSealKey(k)
+	}
+	secret, err := e.sealer.Open(ctx, SealPurpose, k.ID, k.Secret)
+	if err != nil {
+		return nil, fmt.Errorf("vend key %s: %w", k.ID, err)
+	}
+	defer clear(secret)
+	k.Secret = secret
+	return newSealKey(k)
+}
+
 // reloadLocked replaces the keys with those in the store, deriving only new
 // ones. e.refresh must be held.
 func (e *Embedded) reloadLocked(ctx context.Context) error {
@@ -311,16 +339,24 @@ func (e *Embedded) reloadLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("vend: load sealing keys: %w", err)
 	}
+	if len(stored) > maxKeys {
+		e.log.WarnContext(ctx, "vend: the store holds more sealing keys than are loaded; using the newest", "stored", len(stored), "loaded", maxKeys)
+		stored = stored[:maxKeys]
+	}
 	e.mu.RLock()
 	have := e.keys
 	e.mu.RUnlock()
 	keys := make(map[string]*sealKey, len(stored))
 	var cur *sealKey
+	var openErr error
 	for _, k := range stored {
 		sk := have[k.ID]
 		if sk == nil {
-			if sk, err = newSealKey(k); err != nil {
+			if sk, err = e.open(ctx, k); err != nil {
 				e.log.WarnContext(ctx, "vend: ignoring an unusable sealing key", "err", err)
+				if e.sealer != nil {
+					openErr = err
+				}
 				continue
 			}
 		}
@@ -328,6 +364,11 @@ func (e *Embedded) reloadLocked(ctx context.Context) error {
 		if cur == nil || sk.created.After(cur.created) {
 			cur = sk
 		}
+	}
+	if len(keys) == 0 && openErr != nil {
+		// Not one key opens: this node lacks the wrapping key. Minting
+		// with a key of its own would split the nodes; fail instead.
+		return fmt.Errorf("vend: no sealing key in the store opens here (is the warehouse key file or KMS key the other nodes use configured?): %w", openErr)
 	}
 	e.mu.Lock()
 	e.keys, e.current = keys, cur

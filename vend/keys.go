@@ -13,12 +13,35 @@ import (
 // KeySize is the length in bytes of a Key's secret.
 const KeySize = 32
 
+// MaxStoredSecret bounds a key's secret as stored (sealed).
+const MaxStoredSecret = 16 << 10
+
+// SealPurpose names the credential-sealing keys to the Sealer; it is bound
+// into each sealed key, with its id.
+const SealPurpose = "vend.sealing-key"
+
+// maxKeys bounds how many keys the embedded minter holds in memory: keys
+// are rotated weekly and deleted after MaxTTL, so a store holds two or three;
+// beyond maxKeys only the newest are loaded.
+const maxKeys = 32
+
 // Key is a sealing key of the embedded minter: a KeySize-byte secret with an
-// id. Every Floe node sharing a store uses the same keys.
+// id. Every Floe node sharing a store uses the same keys. In the KeyStore,
+// Secret is the secret sealed by EmbeddedOptions.Sealer (the plain KeySize
+// bytes only when no Sealer is configured).
 type Key struct {
 	ID      string
 	Secret  []byte
 	Created time.Time
+}
+
+// Sealer seals the keys' secrets at rest (see internal/keywrap), so that the
+// KeyStore holds nothing that mints credentials by itself.
+type Sealer interface {
+	// Seal encrypts secret for (purpose, id).
+	Seal(ctx context.Context, purpose, id string, secret []byte) ([]byte, error)
+	// Open decrypts a blob sealed for (purpose, id).
+	Open(ctx context.Context, purpose, id string, blob []byte) ([]byte, error)
 }
 
 // KeyStore persists the embedded minter's keys, shared by all Floe nodes

@@ -16,6 +16,7 @@ import (
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/keywrap"
 	"github.com/floe-lake/floe/internal/netlimit"
 	"github.com/floe-lake/floe/maint"
 	"github.com/floe-lake/floe/oauth"
@@ -36,15 +37,19 @@ type App struct {
 	s3      *s3api.Server // nil unless the embedded endpoint runs
 	minter  vend.Minter   // nil: no vending
 	events  *audit.Async
-	vend    *restcat.Vending  // nil: no vending
-	keyring *sse.LocalKeyring // nil when encryption is off
-	cat     *catalog.Catalog
-	auth    *auth.Service
-	audit   *audit.Log
-	authz   *authz.Authorizer
-	oauth   *oauth.Handler
-	rest    *restcat.Handler
-	maint   *maint.Scheduler // nil when maintenance is off
+	vend    *restcat.Vending // nil: no vending
+	keyring sse.KeyWrapper   // wraps object data keys; nil when encryption is off
+	// sealer seals the store's secrets; objectWrapper wraps the objects'
+	// data keys (see keys.go).
+	sealer        *keywrap.Sealer
+	objectWrapper sse.KeyWrapper
+	cat           *catalog.Catalog
+	auth          *auth.Service
+	audit         *audit.Log
+	authz         *authz.Authorizer
+	oauth         *oauth.Handler
+	rest          *restcat.Handler
+	maint         *maint.Scheduler // nil when maintenance is off
 	// maintainer runs maintenance on demand (see maint.go).
 	maintainer *maint.Maintainer
 	// auditExport appends the audit log to system.audit (nil when off; see auditexport.go).
@@ -105,7 +110,13 @@ func (a *App) init(ctx context.Context) error {
 	if issuer == "" {
 		issuer = "http://" + cfg.Listen // made exact in Start
 	}
-	a.auth = auth.New(a.store, auth.Options{Issuer: issuer, TokenTTL: cfg.TokenTTL, Logger: a.log, TrustedIssuers: cfg.TrustedIssuers})
+	// Keys at rest: the wrappers first, and every secret of the store
+	// sealed under the current key before anything reads one.
+	if err := a.openKeys(ctx); err != nil {
+		return err
+	}
+	a.auth = auth.New(a.store, auth.Options{Issuer: issuer, TokenTTL: cfg.TokenTTL, Logger: a.log, TrustedIssuers: cfg.TrustedIssuers,
+		Sealer: a.sealer})
 	if err := a.auth.Init(ctx); err != nil {
 		return err
 	}

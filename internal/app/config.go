@@ -77,6 +77,23 @@ type Config struct {
 	// EncryptionKey is a base64 warehouse key given directly (env
 	// FLOE_ENCRYPTION_KEY only); it takes precedence over the key file.
 	EncryptionKey string `yaml:"-"`
+	// KeyWrapper wraps the secrets of the metadata store (token-signing and
+	// credential-sealing keys) and, with Encryption, the data keys of the
+	// embedded store's objects (env FLOE_KEY_WRAPPER, flag --key-wrapper):
+	// "local" (default: the warehouse keys of EncryptionKeyFile or
+	// EncryptionKey; the default key file is created on first start even
+	// with encryption off or storage s3) or "kms" (the AWS KMS key KMSKeyID).
+	KeyWrapper string `yaml:"key_wrapper"`
+	// KMSKeyID is the customer-managed AWS KMS key of key_wrapper kms: key
+	// id, key ARN, alias name or alias ARN (env FLOE_KMS_KEY_ID, flag
+	// --kms-key-id). Changing it re-wraps the store's secrets on next start.
+	KMSKeyID string `yaml:"kms_key_id"`
+	// KMSRegion is the region of the KMS key (env FLOE_KMS_REGION, flag
+	// --kms-region; default region).
+	KMSRegion string `yaml:"kms_region"`
+	// KMSEndpoint overrides the KMS endpoint, for a VPC endpoint or an
+	// emulator (env FLOE_KMS_ENDPOINT, flag --kms-endpoint).
+	KMSEndpoint string `yaml:"kms_endpoint"`
 	// S3 configures external S3 storage (storage "s3").
 	S3 ExternalS3 `yaml:"s3"`
 	// TokenTTL is the lifetime of access tokens (env FLOE_TOKEN_TTL, default
@@ -377,6 +394,10 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	str("FLOE_REGION", &c.Region)
 	str("FLOE_ENCRYPTION_KEY_FILE", &c.EncryptionKeyFile)
 	str("FLOE_ENCRYPTION_KEY", &c.EncryptionKey)
+	str("FLOE_KEY_WRAPPER", &c.KeyWrapper)
+	str("FLOE_KMS_KEY_ID", &c.KMSKeyID)
+	str("FLOE_KMS_REGION", &c.KMSRegion)
+	str("FLOE_KMS_ENDPOINT", &c.KMSEndpoint)
 	str("FLOE_S3_ENDPOINT", &c.S3.Endpoint)
 	str("FLOE_S3_ROLE_ARN", &c.S3.RoleARN)
 	str("FLOE_S3_EXTERNAL_ID", &c.S3.ExternalID)
@@ -519,6 +540,9 @@ func (c *Config) Finish() error {
 	if err := c.finishStorage(); err != nil {
 		return err
 	}
+	if err := c.finishKeyWrapper(); err != nil {
+		return err
+	}
 	switch {
 	case c.Warehouse == "" || strings.ContainsAny(c.Warehouse, "/ \t?#%"):
 		return fmt.Errorf("warehouse %q: must be non-empty without '/', spaces, '?', '#' or '%%'", c.Warehouse)
@@ -586,6 +610,29 @@ func (c *Config) Finish() error {
 	}
 	if c.BootstrapCredential != "" && !strings.Contains(c.BootstrapCredential, ":") {
 		return fmt.Errorf("FLOE_BOOTSTRAP_CREDENTIAL must be client_id:secret")
+	}
+	return nil
+}
+
+// finishKeyWrapper derives and checks the key wrapper settings: whatever the
+// storage, the store's secrets are wrapped, so the local wrapper always has
+// a key file (or FLOE_ENCRYPTION_KEY).
+func (c *Config) finishKeyWrapper() error {
+	switch c.KeyWrapper {
+	case "", "local":
+		c.KeyWrapper = "local"
+		if c.EncryptionKey == "" && c.EncryptionKeyFile == "" {
+			c.EncryptionKeyFile = filepath.Join(c.DataDir, "keys", "warehouse.keys")
+		}
+	case "kms":
+		if c.KMSKeyID == "" || len(c.KMSKeyID) > 255 {
+			return fmt.Errorf("kms_key_id (FLOE_KMS_KEY_ID) is required with key_wrapper kms: the id, ARN or alias of a customer-managed KMS key (at most 255 bytes)")
+		}
+		if c.KMSRegion == "" {
+			c.KMSRegion = c.Region
+		}
+	default:
+		return fmt.Errorf("key_wrapper %q: must be local or kms", c.KeyWrapper)
 	}
 	return nil
 }

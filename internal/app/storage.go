@@ -36,12 +36,8 @@ func (a *App) openStorage(ctx context.Context) (catalog.FileIO, error) {
 	}
 	var kw sse.KeyWrapper
 	if cfg.Encryption {
-		kr, err := loadKeyring(cfg)
-		if err != nil {
-			return nil, err
-		}
-		kw = kr
-		a.keyring = kr
+		kw = a.objectWrapper
+		a.keyring = kw
 	}
 	cold := cfg.ColdDir
 	if cold == "off" {
@@ -59,7 +55,7 @@ func (a *App) openStorage(ctx context.Context) (catalog.FileIO, error) {
 	}
 	a.objects = objs
 	if cfg.S3Listen != "off" {
-		em, err := vend.NewEmbedded(ctx, a.store, vend.EmbeddedOptions{Logger: a.log})
+		em, err := vend.NewEmbedded(ctx, a.store, vend.EmbeddedOptions{Logger: a.log, Sealer: a.sealer})
 		if err != nil {
 			return nil, fmt.Errorf("credential vending: %w", err)
 		}

@@ -53,6 +53,10 @@ func configFlags(fs *pflag.FlagSet, getenv func(string) string) func() (app.Conf
 	whLoc := fs.String("warehouse-location", "", "warehouse root for storage s3, e.g. s3://bucket/prefix (env FLOE_WAREHOUSE_LOCATION; embedded storage: s3://<warehouse>)")
 	logLevel := fs.String("log-level", def.LogLevel, "debug, info, warn or error (env FLOE_LOG_LEVEL)")
 	logFormat := fs.String("log-format", def.LogFormat, "text or json (env FLOE_LOG_FORMAT)")
+	keyWrapper := fs.String("key-wrapper", "local", "what wraps the store's secrets and the objects' data keys: local (the warehouse key file) or kms (env FLOE_KEY_WRAPPER)")
+	kmsKeyID := fs.String("kms-key-id", "", "customer-managed AWS KMS key of --key-wrapper kms: id, ARN or alias (env FLOE_KMS_KEY_ID)")
+	kmsRegion := fs.String("kms-region", "", "region of the KMS key (env FLOE_KMS_REGION; default the region)")
+	kmsEndpoint := fs.String("kms-endpoint", "", "KMS endpoint override, for a VPC endpoint or an emulator (env FLOE_KMS_ENDPOINT)")
 	return func() (app.Config, error) {
 		cfg := app.Defaults()
 		if file != "" {
@@ -74,6 +78,10 @@ func configFlags(fs *pflag.FlagSet, getenv func(string) string) func() (app.Conf
 		set("warehouse-location", &cfg.WarehouseLocation, *whLoc)
 		set("log-level", &cfg.LogLevel, *logLevel)
 		set("log-format", &cfg.LogFormat, *logFormat)
+		set("key-wrapper", &cfg.KeyWrapper, *keyWrapper)
+		set("kms-key-id", &cfg.KMSKeyID, *kmsKeyID)
+		set("kms-region", &cfg.KMSRegion, *kmsRegion)
+		set("kms-endpoint", &cfg.KMSEndpoint, *kmsEndpoint)
 		return cfg, nil
 	}
 }

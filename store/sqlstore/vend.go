@@ -35,15 +35,15 @@ func (s *Store) VendKeys(ctx context.Context) ([]vend.Key, error) {
 }
 
 // AddVendKey stores a new sealing key: Invalid if its id is empty or its
-// secret is not vend.KeySize bytes, AlreadyExists (entity "vend key") if the
+// secret (sealed by the minter) is empty or over vend.MaxStoredSecret bytes, AlreadyExists (entity "vend key") if the
 // id is taken. A zero Created is set to now. Times are kept in UTC with
 // microsecond precision.
 func (s *Store) AddVendKey(ctx context.Context, k vend.Key) error {
 	if k.ID == "" {
 		return floe.E(floe.Invalid, "vend key", "vend key id must not be empty")
 	}
-	if len(k.Secret) != vend.KeySize {
-		return floe.E(floe.Invalid, "vend key", "vend key %s has %d bytes of secret, want %d", k.ID, len(k.Secret), vend.KeySize)
+	if len(k.Secret) == 0 || len(k.Secret) > vend.MaxStoredSecret {
+		return floe.E(floe.Invalid, "vend key", "vend key %s has %d bytes of secret, want 1 to %d", k.ID, len(k.Secret), vend.MaxStoredSecret)
 	}
 	if k.Created.IsZero() {
 		k.Created = s.now()

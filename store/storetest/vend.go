@@ -79,8 +79,8 @@ func testVendKeys(t *testing.T, e *env) {
 	for _, k := range []vend.Key{
 		{Secret: vendSecret('9')},
 		{ID: "k9"},
-		{ID: "k9", Secret: vendSecret('9')[:vend.KeySize-1]},
-		{ID: "k9", Secret: append(vendSecret('9'), 0)},
+		{ID: "k9", Secret: []byte{}},
+		{ID: "k9", Secret: make([]byte, vend.MaxStoredSecret+1)},
 	} {
 		wantErr(t, e.s.AddVendKey(e.ctx, k), floe.Invalid, "vend key", "")
 	}
