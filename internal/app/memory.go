@@ -98,7 +98,11 @@ func ApplyMemory(cfg Config, getenv func(string) string, log *slog.Logger) (Memo
 			if headroom <= 0 {
 				headroom = DefaultGCHeadroom
 			}
-			s.Stop = StartGCTuner(uint64(headroom))
+			ceiling := int64(-1) // GOMEMLIMIT from the environment: leave the limit alone
+			if s.LimitFrom != "GOMEMLIMIT" {
+				ceiling = s.Limit
+			}
+			s.Stop = StartGCTuner(uint64(headroom), ceiling)
 		} else {
 			debug.SetGCPercent(cfg.GCPercent)
 		}
@@ -219,24 +223,54 @@ func GCTuneTarget(live, headroom uint64) int {
 	return int(min(max(pct, gcAutoMin), gcAutoMax))
 }
 
-// StartGCTuner sets the GC percentage after every collection from the live
-// heap the collection measured (GCTuneTarget with headroom), changing it
-// only when it moves by a tenth or more, and returns a function that stops
-// it. It hooks collections with a cleanup on a sentinel object that is
-// re-armed each time, so it costs nothing between collections.
-func StartGCTuner(headroom uint64) (stop func()) {
-	t := &gcTuner{headroom: headroom, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+// GCTuneLimit is the soft memory limit auto sets for a live heap of live
+// bytes: the heap room GCTuneTarget allows (the larger of the live heap and
+// headroom) above the live heap, plus slack for what the runtime counts
+// besides the heap (stacks, GC metadata, fragmentation: 32 MiB and an
+// eighth of the live heap), never above ceiling.
+func GCTuneLimit(live, headroom uint64, ceiling int64) int64 {
+	if live > math.MaxInt64/4 || headroom > math.MaxInt64/4 {
+		return ceiling
+	}
+	want := live + max(live, headroom) + 32<<20 + live/8
+	if int64(want) > ceiling {
+		return ceiling
+	}
+	return int64(want)
+}
+
+// StartGCTuner, after every collection, sets the GC percentage from the
+// live heap the collection measured (GCTuneTarget with headroom) and, unless
+// ceiling is negative, the soft memory limit (GCTuneLimit, at most ceiling):
+// the percentage alone would let a sudden rise of the live heap grow the
+// heap by four times the rise before the next collection retunes it; the
+// limit makes the collector run early instead. Each is changed only when it
+// moves by a tenth or more. It returns a function that stops the tuning and
+// puts the limit back at ceiling. It hooks collections with a cleanup on a
+// sentinel object that is re-armed each time, so it costs nothing between
+// collections.
+func StartGCTuner(headroom uint64, ceiling int64) (stop func()) {
+	t := &gcTuner{headroom: headroom, ceiling: ceiling, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t.mu.Lock()
 	t.set(gcAutoMax)
+	t.mu.Unlock()
 	t.arm()
-	return func() { t.stopped.Store(true) }
+	return func() {
+		t.stopped.Store(true)
+		if ceiling >= 0 {
+			debug.SetMemoryLimit(ceiling)
+		}
+	}
 }
 
 type gcTuner struct {
-	headroom uint64
-	stopped  atomic.Bool
-	mu       sync.Mutex // cleanups run one at a time; mu guards against a test's direct calls
-	sample   []metrics.Sample
-	last     int
+	headroom  uint64
+	ceiling   int64 // the configured soft limit; negative: do not manage the limit
+	stopped   atomic.Bool
+	mu        sync.Mutex // cleanups run one at a time; mu guards against a test's direct calls
+	sample    []metrics.Sample
+	last      int
+	lastLimit int64
 }
 
 // sentinel is the object whose collection signals a finished GC cycle; its
@@ -247,7 +281,7 @@ func (t *gcTuner) arm() {
 	runtime.AddCleanup(new(sentinel), func(t *gcTuner) { t.tune() }, t)
 }
 
-// tune reads the live heap and sets the percentage, then re-arms.
+// tune reads the live heap and sets the percentage and limit, then re-arms.
 func (t *gcTuner) tune() {
 	if t.stopped.Load() {
 		return
@@ -261,6 +295,13 @@ func (t *gcTuner) tune() {
 	pct := GCTuneTarget(live, t.headroom)
 	if d := pct - t.last; d*10 >= t.last || -d*10 >= t.last {
 		t.set(pct)
+	}
+	if t.ceiling >= 0 && live > 0 {
+		limit := GCTuneLimit(live, t.headroom, t.ceiling)
+		if d := limit - t.lastLimit; d*10 >= t.lastLimit || -d*10 >= t.lastLimit {
+			debug.SetMemoryLimit(limit)
+			t.lastLimit = limit
+		}
 	}
 	t.mu.Unlock()
 	t.arm()

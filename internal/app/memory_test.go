@@ -127,6 +127,25 @@ func TestApplyMemory(t *testing.T) {
 
 }
 
+func TestGCTuneLimit(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		live, headroom uint64
+		ceiling        int64
+		want           int64
+	}{
+		{0, 160 * mib, 1 << 40, 192 * mib},
+		{64 * mib, 160 * mib, 1 << 40, (64 + 160 + 32 + 8) * mib},
+		{400 * mib, 160 * mib, 1 << 40, (400 + 400 + 32 + 50) * mib},
+		{400 * mib, 160 * mib, 600 * mib, 600 * mib}, // never above the configured limit
+		{math.MaxUint64 / 2, 160 * mib, math.MaxInt64, math.MaxInt64},
+	} {
+		if got := GCTuneLimit(c.live, c.headroom, c.ceiling); got != c.want {
+			t.Errorf("GCTuneLimit(%d MiB, %d MiB, %d) = %d MiB, want %d MiB", c.live/mib, c.headroom/mib, c.ceiling, got/mib, c.want/mib)
+		}
+	}
+}
+
 func TestGCTuneTarget(t *testing.T) {
 	const mib = 1 << 20
 	for _, c := range []struct {
@@ -172,7 +191,10 @@ func TestGCTunerFollowsLiveHeap(t *testing.T) {
 		hold[i] = byte(i)
 	}
 	headroom := 2 * (base + uint64(len(hold)))
-	stop := StartGCTuner(headroom)
+	oldLimit := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(oldLimit) })
+	const ceiling = 8 << 30
+	stop := StartGCTuner(headroom, ceiling)
 	defer stop()
 	waitFor := func(want func(int) bool, what string) int {
 		t.Helper()
@@ -190,6 +212,10 @@ func TestGCTunerFollowsLiveHeap(t *testing.T) {
 		}
 	}
 	waitFor(func(p int) bool { return p >= 170 && p <= 230 }, "about 200")
+	limit := debug.SetMemoryLimit(-1)
+	if want := GCTuneLimit(live(), headroom, ceiling); limit < want*8/10 || limit > want*12/10 {
+		t.Errorf("soft memory limit %d MiB, want about %d MiB", limit>>20, want>>20)
+	}
 	more := make([]byte, 3*len(hold))
 	for i := range more {
 		more[i] = byte(i)
@@ -204,5 +230,8 @@ func TestGCTunerFollowsLiveHeap(t *testing.T) {
 	runtime.GC()
 	if p := gogc(); p != 333 {
 		t.Fatalf("the stopped tuner still sets the GC percent: %d", p)
+	}
+	if l := debug.SetMemoryLimit(-1); l != ceiling {
+		t.Fatalf("stopping the tuner left the memory limit at %d MiB, want the ceiling %d MiB", l>>20, ceiling>>20)
 	}
 }
