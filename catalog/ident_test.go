@@ -66,6 +66,30 @@ func TestCheckLocation(t *testing.T) {
 	}
 }
 
+// TestTableLocationReserved: no table may sit in (or be) the warehouse's
+// reserved _floe directory, where the audit checkpoints are written, or be
+// the warehouse root; a table named like it elsewhere is fine.
+func TestTableLocationReserved(t *testing.T) {
+	wh := Warehouse{Name: "w", Location: "s3://floe"}
+	for loc, ok := range map[string]bool{
+		"s3://floe/_floe":                        false,
+		"s3://floe/_floe/":                       false,
+		"s3://floe/_floe/audit/checkpoints":      false,
+		"s3://floe/_floe/x":                      false,
+		"s3://floe/ns/../_floe/audit":            false,
+		"s3://floe":                              false,
+		"s3://floe/_floe_not/t":                  true,
+		"s3://floe/ns/_floe/t":                   true,
+		"s3://floe/_floe-abc123":                 true,
+		"s3://floe/sandbox/_floe-0123456789abcd": true,
+	} {
+		_, err := checkTableLocation(wh, loc)
+		if (err == nil) != ok {
+			t.Errorf("checkTableLocation(%q): err %v, want ok=%v", loc, err, ok)
+		}
+	}
+}
+
 func TestMetadataVersion(t *testing.T) {
 	tests := map[string]int{
 		"file:///x/metadata/00000-abc.metadata.json": 0,

@@ -68,11 +68,20 @@ func checkTableLocation(wh Warehouse, loc string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if root, _ := normalizeLocation(wh.Location); n == root {
+	root, _ := normalizeLocation(wh.Location)
+	if n == root {
 		return "", floe.E(floe.Invalid, "", "a table's location cannot be the warehouse root (%s)", loc)
+	}
+	if within(root+"/"+ReservedPrefix, n) {
+		return "", floe.E(floe.Invalid, "", "a table's location cannot be inside %s/%s, which Floe reserves for its own objects (audit checkpoints)", root, ReservedPrefix)
 	}
 	return n, nil
 }
+
+// ReservedPrefix is the directory, directly under a warehouse's location,
+// that holds Floe's own objects (the audit chain's checkpoints): no table
+// may be located in it, so no principal is ever vended credentials for it.
+const ReservedPrefix = "_floe"
 
 // defaultTableLocation is <warehouse>/<ns levels>/<name>-<uuid>: unique per
 // table, so a dropped and re-created table never shares files with the old one.

@@ -100,7 +100,7 @@ func TestEstimateCoversResidentSize(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmpl := metadataJSON("8c0b3c4e-2b1a-4d6f-9e8d-7c6b5a493827", tc.snaps, tc.fields, tc.logs)
-			copies := min(1000, max(8, (4<<20)/len(tmpl))) // enough that allocator noise does not matter
+			copies := min(20000, max(8, (16<<20)/len(tmpl))) // enough that allocator and other goroutines' noise does not matter
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
