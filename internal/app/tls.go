@@ -307,17 +307,17 @@ func (a *App) certCaller(r *http.Request, cert *x509.Certificate) (*http.Request
 		return r, err
 	}
 	if tok, ok := httperr.Bearer(r); ok {
-		claims, err := a.auth.Verify(r.Context(), tok)
-		if err != nil {
-			return r, nil // refused downstream as any bad token is
-		}
-		if claims.Principal != name {
+		// A token that does not verify claims nothing: the certificate
+		// alone authenticates (PyIceberg without a credential sends
+		// "Bearer None"). A valid token must be of the same principal.
+		if claims, err := a.auth.Verify(r.Context(), tok); err == nil && claims.Principal == name {
+			return r, nil
+		} else if err == nil {
 			a.events.Record(r.Context(), audit.Event{ClientAddr: httperr.ClientAddr(r), Principal: claims.Principal,
 				Action: "auth.client_certificate", Resource: "listener:rest", Outcome: audit.OutcomeDenied,
 				Detail: map[string]any{"identities": strings.Join(tlsconf.Identities(cert), ", "), "certificate_principal": name}})
 			return r, floe.E(floe.Forbidden, "token", "the access token is of principal %q but the client certificate maps to %q", claims.Principal, name)
 		}
-		return r, nil
 	}
 	tok, err := a.tls.tokens.get(r.Context(), name)
 	if err != nil {

@@ -319,6 +319,11 @@ func TestMTLS_ClientCertificateActsAsPrincipal(t *testing.T) {
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"etl"`) {
 		t.Fatalf("whoami with etl's certificate: %d %s", r.Status, r.Body)
 	}
+	// A token that does not verify (PyIceberg sends "Bearer None") claims
+	// nothing: the certificate still authenticates.
+	if r := f.DoAs(t, "None", "GET", "/api/v1/whoami", nil); r.Status != 200 || !strings.Contains(string(r.Body), `"etl"`) {
+		t.Fatalf("whoami with etl's certificate and a bogus token: %d %s", r.Status, r.Body)
+	}
 	// A catalog call acts as etl, who holds no grant here.
 	if r := f.DoAs(t, "", "GET", f.P("/namespaces"), nil); r.Status != 403 || !strings.Contains(string(r.Body), `principal \"etl\"`) {
 		t.Fatalf("REST call with etl's certificate: %d %s", r.Status, r.Body)

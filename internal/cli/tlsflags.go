@@ -48,7 +48,7 @@ func printTrust(w io.Writer, a *app.App) {
 TLS with a self-signed local CA (%s): %s
   Trust it (development machines only):
     curl:      curl --cacert %s %s/v1/config
-    PyIceberg: load_catalog("floe", uri=%q, **{"ssl.cabundle": %q}, ...)
+    PyIceberg: load_catalog("floe", uri=%q, ssl={"cabundle": %q}, ...)
                and SSL_CERT_FILE=%s for the data files (pyarrow), AWS_CA_BUNDLE=%s for boto3
     Java:      keytool -importcert -noprompt -alias floe-local-ca -file %s -keystore floe-truststore.p12 -storepass changeit
                then -Djavax.net.ssl.trustStore=floe-truststore.p12 -Djavax.net.ssl.trustStorePassword=changeit
