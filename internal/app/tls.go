@@ -205,7 +205,11 @@ func (a *App) setupTLS() error {
 		}
 	}
 	if len(st.principals) > 0 {
-		st.tokens = &certTokens{a: a, tokens: map[string]certToken{}}
+		distinct := map[string]bool{}
+		for _, p := range st.principals {
+			distinct[p] = true
+		}
+		st.tokens = &certTokens{a: a, max: len(distinct), tokens: map[string]certToken{}}
 	}
 	a.tls = st
 	return nil
@@ -332,7 +336,9 @@ func (a *App) certCaller(r *http.Request, cert *x509.Certificate) (*http.Request
 // renewed at half its lifetime. It holds at most one entry per key of
 // tls_client_principals (the only names it is asked for).
 type certTokens struct {
-	a      *App
+	a *App
+	// max bounds tokens: the number of distinct principals in the map.
+	max    int
 	mu     sync.Mutex
 	tokens map[string]certToken
 }
@@ -365,6 +371,9 @@ func (c *certTokens) get(ctx context.Context, name string) (string, error) {
 		return "", fmt.Errorf("client certificate token: %w", err)
 	}
 	c.mu.Lock()
+	if _, ok := c.tokens[name]; !ok && len(c.tokens) >= c.max {
+		clear(c.tokens) // cannot happen while names come from the map; a hard bound all the same
+	}
 	c.tokens[name] = certToken{token: tok.AccessToken, renewAt: time.Now().Add(time.Duration(tok.ExpiresIn) * time.Second / 2)}
 	c.mu.Unlock()
 	return tok.AccessToken, nil
