@@ -151,7 +151,7 @@ func BenchmarkTLSGet(b *testing.B) {
 		c := lt.Config
 		tr := &http.Transport{TLSClientConfig: s.tls}
 		clients[s.name] = s3.New(s3.Options{BaseEndpoint: aws.String(c["s3.endpoint"]), Region: c["client.region"], UsePathStyle: true,
-			HTTPClient: &http.Client{Transport: tr},
+			HTTPClient:  &http.Client{Transport: tr},
 			Credentials: credentials.NewStaticCredentialsProvider(c["s3.access-key-id"], c["s3.secret-access-key"], c["s3.session-token"])})
 		keys[s.name] = key
 	}
