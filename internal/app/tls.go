@@ -211,6 +211,14 @@ func (a *App) setupTLS() error {
 		}
 		st.tokens = &certTokens{a: a, max: len(distinct), tokens: map[string]certToken{}}
 	}
+	for _, u := range []struct {
+		name, url string
+		tls       bool
+	}{{"public_url", cfg.PublicURL, st.rest != nil}, {"s3_public_url", cfg.S3PublicURL, st.s3 != nil}} {
+		if u.tls && strings.HasPrefix(u.url, "http://") {
+			a.log.Warn(u.name+" is http:// but its listener serves TLS: clients are handed a URL that does not work", "url", u.url)
+		}
+	}
 	a.tls = st
 	return nil
 }

@@ -321,3 +321,35 @@ func TestPrincipalMap(t *testing.T) {
 		t.Error("a good map did not validate")
 	}
 }
+
+// FuzzPrincipal: whatever names a certificate carries (the issuing CA is
+// trusted to verify, not to choose names wisely), a certificate maps to a
+// principal only when exactly one principal is named by its identities.
+func FuzzPrincipal(f *testing.F) {
+	f.Add("etl-job", "spiffe://corp/etl")
+	f.Add("", "spiffe://corp/bi")
+	f.Add("uri:spiffe://corp/bi", "")
+	f.Add("etl-job\x00", "cn:etl-job")
+	m := PrincipalMap{"cn:etl-job": "etl", "uri:spiffe://corp/etl": "etl", "uri:spiffe://corp/bi": "bi"}
+	f.Fuzz(func(t *testing.T, cn, uri string) {
+		c := &x509.Certificate{Subject: pkix.Name{CommonName: cn}}
+		if u, err := url.Parse(uri); err == nil && uri != "" {
+			c.URIs = []*url.URL{u}
+		}
+		got, err := m.Principal(c)
+		named := map[string]bool{}
+		for _, id := range Identities(c) {
+			if p, ok := m[id]; ok {
+				named[p] = true
+			}
+		}
+		switch {
+		case err != nil && !errors.Is(err, ErrUnmapped):
+			t.Fatalf("error %v is not ErrUnmapped", err)
+		case err == nil && (len(named) != 1 || !named[got]):
+			t.Fatalf("cn %q uri %q mapped to %q; identities name %v", cn, uri, got, named)
+		case err != nil && len(named) == 1:
+			t.Fatalf("cn %q uri %q refused though it names exactly %v", cn, uri, named)
+		}
+	})
+}
