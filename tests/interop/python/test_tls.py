@@ -215,7 +215,7 @@ def client_pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("pki")
     _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key",
              "-out", "ca.pem", "-days", "2", "-subj", "/CN=test client CA", cwd=d)
-    for cn in ("admin-box", "intruder"):
+    for cn in ("admin-box", "intruder", "etl-box"):
         _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", f"{cn}.key",
                  "-out", f"{cn}.csr", "-subj", f"/CN={cn}", cwd=d)
         _openssl("x509", "-req", "-in", f"{cn}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
@@ -225,8 +225,9 @@ def client_pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def floe_mtls(request: pytest.FixtureRequest, client_pki: Path):
-    srv = _start("mtls", extra=["--tls-client-ca", str(client_pki / "ca.pem"), "--rest-tls-client-auth", "optional"],
-                 env={"FLOE_TLS_CLIENT_PRINCIPALS": "cn:admin-box=admin"})
+    srv = _start("mtls", extra=["--tls-client-ca", str(client_pki / "ca.pem"), "--rest-tls-client-auth", "optional",
+                                     "--s3-tls-client-auth", "optional"],
+                 env={"FLOE_TLS_CLIENT_PRINCIPALS": "cn:admin-box=admin,cn:etl-box=etl"})
     yield srv
     _finish(srv, request)
 
@@ -263,3 +264,29 @@ def test_client_certificate_maps_to_a_principal(floe_mtls: TLSServer, client_pki
             break
         time.sleep(0.2)
     assert "cn:intruder" in p.stdout and "unauthenticated" in p.stdout, (p.stdout, p.stderr)
+
+
+def test_s3_client_certificate_must_match_the_credential(floe_mtls: TLSServer, client_pki: Path) -> None:
+    """boto3 still signs with the vended credential; a client certificate, when
+    sent, must map to the principal the credential was vended to."""
+    from botocore.exceptions import ClientError
+
+    lt = floe_mtls.load_table_raw(("crm",), "accounts", delegation="vended-credentials")  # vended to admin
+    cfg, key = lt["config"], lt["metadata-location"].removeprefix(f"s3://{WAREHOUSE}/")
+
+    def get(cn: str | None) -> bytes:
+        c = boto3.client(
+            "s3", endpoint_url=cfg["s3.endpoint"], region_name=cfg.get("client.region", "us-east-1"),
+            aws_access_key_id=cfg["s3.access-key-id"], aws_secret_access_key=cfg["s3.secret-access-key"],
+            aws_session_token=cfg.get("s3.session-token"), verify=str(floe_mtls.ca),
+            config=Config(signature_version="s3v4", s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+                          client_cert=(str(client_pki / f"{cn}.pem"), str(client_pki / f"{cn}.key")) if cn else None),
+        )
+        return c.get_object(Bucket=WAREHOUSE, Key=key)["Body"].read()
+
+    assert b'"format-version"' in get("admin-box")
+    assert b'"format-version"' in get(None)  # optional: no certificate, the credential alone
+    for cn in ("etl-box", "intruder"):  # another principal's certificate; an unmapped one
+        with pytest.raises(ClientError) as e:
+            get(cn)
+        assert e.value.response["Error"]["Code"] == "AccessDenied", (cn, e.value.response)
