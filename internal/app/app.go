@@ -64,6 +64,8 @@ type App struct {
 	ingest *ingester
 	// handler sends /v1/oauth/* and /.well-known/* to oauth, the rest to rest.
 	handler http.Handler
+	// tls is the listeners' TLS configuration (see tls.go).
+	tls *tlsState
 
 	srv   *netlimit.Server
 	ln    net.Listener
@@ -106,9 +108,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 
 func (a *App) init(ctx context.Context) error {
 	cfg := a.cfg
+	if err := a.setupTLS(); err != nil {
+		return err
+	}
 	issuer := cfg.PublicURL
 	if issuer == "" {
-		issuer = "http://" + cfg.Listen // made exact in Start
+		issuer = scheme(a.tls.rest) + "://" + cfg.Listen // made exact in Start
 	}
 	// Keys at rest: the wrappers first, and every secret of the store
 	// sealed under the current key before anything reads one.
@@ -181,6 +186,7 @@ func (a *App) init(ctx context.Context) error {
 		}
 		a.rest.ServeHTTP(w, r)
 	})
+	a.handler = a.restTLSHandler(a.handler)
 	return nil
 }
 
@@ -261,7 +267,7 @@ func (a *App) Start() error {
 		return err
 	}
 	go func() {
-		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serveOn(a.srv, ln, a.tls.rest); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("catalog server stopped", "err", err)
 		}
 	}()
@@ -280,7 +286,7 @@ func (a *App) URL() string {
 	if a.ln == nil {
 		return ""
 	}
-	return "http://" + a.ln.Addr().String()
+	return scheme(a.tls.rest) + "://" + a.ln.Addr().String()
 }
 
 // AdminToken issues a token for the admin principal (for in-process tools such as the demo loader).

@@ -181,6 +181,44 @@ type Config struct {
 	// them clients must connect over loopback to send a token.
 	SQLTLSCert string `yaml:"sql_tls_cert"`
 	SQLTLSKey  string `yaml:"sql_tls_key"`
+	// TLSCert and TLSKey are PEM files of the certificate (with its chain)
+	// and key that every listener serves: the REST catalog, the S3 endpoint
+	// and the SQL endpoint (env FLOE_TLS_CERT, FLOE_TLS_KEY, flags
+	// --tls-cert, --tls-key; default none: plaintext). The files are re-read
+	// when they change, at most once a second. See docs/security.md, "TLS".
+	TLSCert string `yaml:"tls_cert"`
+	TLSKey  string `yaml:"tls_key"`
+	// RESTTLSCert and RESTTLSKey override TLSCert and TLSKey for the REST
+	// catalog listener (env FLOE_REST_TLS_CERT, FLOE_REST_TLS_KEY);
+	// S3TLSCert and S3TLSKey for the embedded S3 endpoint (env
+	// FLOE_S3_TLS_CERT, FLOE_S3_TLS_KEY). SQLTLSCert and SQLTLSKey are the
+	// SQL endpoint's override.
+	RESTTLSCert string `yaml:"rest_tls_cert"`
+	RESTTLSKey  string `yaml:"rest_tls_key"`
+	S3TLSCert   string `yaml:"s3_tls_cert"`
+	S3TLSKey    string `yaml:"s3_tls_key"`
+	// TLSSelfSigned makes a local CA and a server certificate in
+	// <data_dir>/tls on first start, reuses them after, and serves it on
+	// every listener without a certificate of its own (env
+	// FLOE_TLS_SELF_SIGNED, flag --tls-self-signed; default false). For a
+	// development machine: clients must be told to trust <data_dir>/tls/ca.pem.
+	TLSSelfSigned bool `yaml:"tls_self_signed"`
+	// TLSClientCA is a PEM file of the CA certificates that issue client
+	// certificates (env FLOE_TLS_CLIENT_CA). Required when a listener's
+	// client certificate policy is not off.
+	TLSClientCA string `yaml:"tls_client_ca"`
+	// RESTTLSClientAuth and S3TLSClientAuth are the client certificate
+	// policies of the REST catalog and S3 listeners (env
+	// FLOE_REST_TLS_CLIENT_AUTH, FLOE_S3_TLS_CLIENT_AUTH): off (default),
+	// optional (a certificate, if sent, must be issued by tls_client_ca) or
+	// require (the handshake fails without one).
+	RESTTLSClientAuth string `yaml:"rest_tls_client_auth"`
+	S3TLSClientAuth   string `yaml:"s3_tls_client_auth"`
+	// TLSClientPrincipals maps client certificate identities to principal
+	// names: keys "cn:<subject common name>" or "uri:<URI SAN>" (YAML map;
+	// env FLOE_TLS_CLIENT_PRINCIPALS as "cn:etl-job=etl,uri:spiffe://x/bi=bi").
+	// A verified certificate no key names is refused.
+	TLSClientPrincipals map[string]string `yaml:"tls_client_principals"`
 	// SQLMemoryLimit is DuckDB's memory limit per SQL session (env
 	// FLOE_SQL_MEMORY_LIMIT, default 2GB).
 	SQLMemoryLimit string `yaml:"sql_memory_limit"`
@@ -406,6 +444,9 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	str("FLOE_SQL_TLS_CERT", &c.SQLTLSCert)
 	str("FLOE_SQL_TLS_KEY", &c.SQLTLSKey)
 	str("FLOE_SQL_MEMORY_LIMIT", &c.SQLMemoryLimit)
+	if err := c.loadTLSEnv(getenv); err != nil {
+		return err
+	}
 	str("FLOE_MEMORY_LIMIT", &c.MemoryLimit)
 	if v := getenv("FLOE_GC_PERCENT"); v == "auto" {
 		c.GCPercent = GCAuto
@@ -594,6 +635,9 @@ func (c *Config) Finish() error {
 		return err
 	}
 	if err := c.HTTP.validate(); err != nil {
+		return err
+	}
+	if err := c.finishTLS(); err != nil {
 		return err
 	}
 	if c.PublicURL != "" {

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -61,14 +60,8 @@ func (a *App) startSQL(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sql engine: %w", err)
 	}
-	var tlsConfig *tls.Config
-	if cfg.SQLTLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.SQLTLSCert, cfg.SQLTLSKey)
-		if err != nil {
-			return fmt.Errorf("sql_tls_cert: %w", err)
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
+	// sql_tls_cert, else tls_cert or --tls-self-signed (see tls.go).
+	tlsConfig := a.tls.sql
 	srv, err := pgwire.New(pgwire.Options{
 		Engine:                  eng,
 		Authenticator:           sqlAuth{a: a},

@@ -64,7 +64,7 @@ func (a *App) openStorage(ctx context.Context) (catalog.FileIO, error) {
 		if cfg.InsecureNoAuth {
 			resolver = nil
 		}
-		a.s3 = s3api.New(s3api.Options{Store: objs, Resolver: resolver, Region: cfg.Region, Audit: a.auditObject, Logger: a.log})
+		a.s3 = s3api.New(s3api.Options{Store: objs, Resolver: a.s3Resolver(resolver), Region: cfg.Region, Audit: a.auditObject, Logger: a.log})
 	}
 	return objs.FileIO(), nil
 }
@@ -190,7 +190,7 @@ func (a *App) listenS3() error {
 	if a.vend != nil && a.vend.Endpoint == "" {
 		a.vend.Endpoint = a.S3URL()
 	}
-	a.s3srv = netlimit.New("s3", a.s3, a.cfg.HTTP.netlimit(), a.log)
+	a.s3srv = netlimit.New("s3", a.s3TLSHandler(a.s3), a.cfg.HTTP.netlimit(), a.log)
 	return nil
 }
 
@@ -212,7 +212,7 @@ func (a *App) serveS3() {
 		return
 	}
 	go func() {
-		if err := a.s3srv.Serve(a.s3ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serveOn(a.s3srv, a.s3ln, a.tls.s3); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("s3 endpoint stopped", "err", err)
 		}
 	}()
@@ -226,7 +226,7 @@ func (a *App) S3URL() string {
 	if a.s3ln == nil {
 		return ""
 	}
-	return "http://" + a.s3ln.Addr().String()
+	return scheme(a.tls.s3) + "://" + a.s3ln.Addr().String()
 }
 
 // Objects returns the embedded object store (nil on external S3).

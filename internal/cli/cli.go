@@ -3,6 +3,7 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
@@ -124,6 +125,7 @@ credential once.`,
 	publicURL := cmd.Flags().String("public-url", "", "URL clients reach this server at; the OAuth issuer (env FLOE_PUBLIC_URL; default http://<listen>)")
 	auditEvery := cmd.Flags().Duration("audit-export-interval", app.Defaults().AuditExportInterval, "how often the audit log is appended to the Iceberg table system.audit; 0 = off (env FLOE_AUDIT_EXPORT_INTERVAL)")
 	httpLimits := httpLimitFlags(cmd.Flags())
+	tlsSettings := tlsFlags(cmd.Flags())
 	auditKeep := cmd.Flags().Duration("audit-retention", app.Defaults().AuditRetention, "how long audit records stay in the store; older ones are pruned behind a signed checkpoint; 0 = forever (env FLOE_AUDIT_RETENTION)")
 	auditPruneEvery := cmd.Flags().Duration("audit-prune-interval", app.Defaults().AuditPruneInterval, "how often expired audit records are pruned (env FLOE_AUDIT_PRUNE_INTERVAL)")
 	auditSealEvery := cmd.Flags().Duration("audit-checkpoint-interval", app.Defaults().AuditCheckpointInterval, "how often a signed checkpoint of the audit chain's head is written into the warehouse; 0 = off (env FLOE_AUDIT_CHECKPOINT_INTERVAL)")
@@ -138,6 +140,7 @@ credential once.`,
 			return err
 		}
 		httpLimits(&cfg)
+		tlsSettings(&cfg)
 		if cmd.Flags().Changed("listen") {
 			cfg.Listen = *listen
 		}
@@ -231,8 +234,13 @@ credential once.`,
 				u, c.Warehouse, c.WarehouseDir, enc)
 		}
 		if addr := a.SQLAddr(); addr != "" {
-			fmt.Fprintf(stdout, "  SQL endpoint:         postgres://%s/%s   (PostgreSQL wire protocol; user = principal, password = access token or SQL password)\n", addr, c.Warehouse)
+			sslmode := ""
+			if a.SQLTLS() {
+				sslmode = "?sslmode=verify-full"
+			}
+			fmt.Fprintf(stdout, "  SQL endpoint:         postgres://%s/%s%s   (PostgreSQL wire protocol; user = principal, password = access token or SQL password)\n", addr, c.Warehouse, sslmode)
 		}
+		printTrust(stdout, a)
 		if a.Bootstrap != nil {
 			fmt.Fprintf(stdout, "\nFirst admin credential (shown only once, stored hashed):\n  client_id:     %s\n  client_secret: %s\n  PyIceberg:     load_catalog(\"floe\", uri=%q, warehouse=%q, credential=%q)\n",
 				a.Bootstrap.ClientID, a.Bootstrap.Secret, a.URL(), c.Warehouse, a.Bootstrap.String())
@@ -241,7 +249,10 @@ credential once.`,
 			tok, err := a.AdminToken(ctx)
 			if err == nil {
 				start := time.Now()
-				err = demo.Load(ctx, a.URL(), tok)
+				var roots *x509.CertPool
+				if roots, err = a.TLSRoots(); err == nil {
+					err = demo.Load(ctx, a.URL(), tok, roots)
+				}
 				if err == nil {
 					fmt.Fprintf(stdout, "\nDemo dataset ready in namespace %q: accounts, opportunities, activities (%s).\n", demo.Namespace, time.Since(start).Round(time.Millisecond))
 				}

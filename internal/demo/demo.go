@@ -5,9 +5,12 @@ package demo
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,6 +20,8 @@ import (
 	icecat "github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/utils"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	// s3:// table locations: files go through Floe's S3 endpoint with vended credentials.
 	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 )
@@ -32,11 +37,19 @@ const (
 )
 
 // Load creates namespace crm and its three tables through the REST catalog at
-// uri (with a bearer token), unless they already exist.
-func Load(ctx context.Context, uri, token string) error {
+// uri (with a bearer token), unless they already exist. roots, if set, are
+// the CAs trusted for the catalog's and the S3 endpoint's certificates
+// (floe serve --tls-self-signed); nil trusts the system's.
+func Load(ctx context.Context, uri, token string, roots *x509.CertPool) error {
 	opts := []rest.Option{}
 	if token != "" {
 		opts = append(opts, rest.WithOAuthToken(token))
+	}
+	if roots != nil {
+		tc := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		opts = append(opts, rest.WithTLSConfig(tc))
+		// The data files go through the S3 endpoint: same trust.
+		ctx = utils.WithAwsConfig(ctx, &aws.Config{HTTPClient: &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}})
 	}
 	cat, err := rest.NewCatalog(ctx, "floe", uri, opts...)
 	if err != nil {

@@ -17,6 +17,7 @@ package netlimit
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -125,7 +126,7 @@ func New(name string, h http.Handler, lim Limits, log *slog.Logger) *Server {
 		MaxHeaderBytes:    lim.MaxHeaderBytes,
 		ConnState:         s.connState,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if lc, ok := c.(*conn); ok {
+			if lc, ok := held(c); ok {
 				return context.WithValue(ctx, connKey{}, lc)
 			}
 			return ctx
@@ -139,6 +140,26 @@ func New(name string, h http.Handler, lim Limits, log *slog.Logger) *Server {
 // returns http.ErrServerClosed after Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	return s.srv.Serve(&listener{Listener: ln, s: s})
+}
+
+// ServeTLS is Serve over TLS with cfg (HTTP/1.1 unless cfg.NextProtos
+// offers more). The TLS layer runs over the held connection, so the caps
+// apply to a connection from its accept, and its handshake is bounded by
+// HeaderTimeout like the request headers that follow it: until its request
+// is in, a connection is not authenticated. A client speaking plain HTTP
+// is answered 400 "Client sent an HTTP request to an HTTPS server".
+func (s *Server) ServeTLS(ln net.Listener, cfg *tls.Config) error {
+	return s.srv.Serve(tls.NewListener(&listener{Listener: ln, s: s}, cfg))
+}
+
+// held returns the held connection under nc (a *conn, or a TLS connection
+// over one).
+func held(nc net.Conn) (*conn, bool) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	c, ok := nc.(*conn)
+	return c, ok
 }
 
 // Shutdown stops accepting, closes idle connections and waits for active
@@ -357,7 +378,7 @@ func (s *Server) setPhase(c *conn, p phase) {
 }
 
 func (s *Server) connState(nc net.Conn, st http.ConnState) {
-	c, ok := nc.(*conn)
+	c, ok := held(nc)
 	if !ok {
 		return
 	}
