@@ -145,8 +145,8 @@ type entry struct {
 
 // state is an immutable snapshot; a refresh replaces it.
 type state struct {
-	version int64 // every entry of version <= version is loaded
-	floor   int64 // epochs below it are refused (after an overflow)
+	version                          int64 // every entry of version <= version is loaded
+	floor                            int64 // epochs below it are refused (after an overflow)
 	tokens, disabled, grants, tables map[string]entry
 }
 
