@@ -47,6 +47,9 @@ type EmbeddedOptions struct {
 	// days): a new key is created when the newest is older, and keys created
 	// more than KeyRotation + MaxTTL ago are deleted.
 	KeyRotation time.Duration
+	// Epoch, if set, returns the revocation version to stamp on each
+	// credential minted (revoke.List.Version).
+	Epoch func() int64
 }
 
 // Embedded mints and resolves credentials for Floe's own S3 endpoint (see
@@ -57,6 +60,7 @@ type Embedded struct {
 	now      func() time.Time
 	log      *slog.Logger
 	rotation time.Duration
+	epoch    func() int64
 
 	mu      sync.RWMutex
 	keys    map[string]*sealKey
@@ -81,7 +85,7 @@ func NewEmbedded(ctx context.Context, ks KeyStore, o EmbeddedOptions) (*Embedded
 	if o.KeyRotation < 0 {
 		return nil, fmt.Errorf("vend: negative key rotation %s", o.KeyRotation)
 	}
-	e := &Embedded{ks: ks, now: o.Now, log: o.Logger, rotation: o.KeyRotation, keys: map[string]*sealKey{}}
+	e := &Embedded{ks: ks, now: o.Now, log: o.Logger, rotation: o.KeyRotation, epoch: o.Epoch, keys: map[string]*sealKey{}}
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -104,8 +108,9 @@ func NewEmbedded(ctx context.Context, ks KeyStore, o EmbeddedOptions) (*Embedded
 }
 
 // Mint mints credentials for s on the newest key, rotating it first if it is
-// due. It fills in s.ID, s.AccessKeyID and s.Expires (now + ClampTTL(ttl),
-// truncated to the second, and never after the key's deletion) and returns
+// due. It fills in s.ID, s.AccessKeyID, s.Epoch and s.Expires (now +
+// ClampTTL(ttl), truncated to the second, never after the key's deletion
+// nor after s.Expires if that was set: the access token's expiry) and returns
 // the completed session. It fails with floe.Invalid if s has no grant or an
 // invalid one (see Grant.Validate), or if its token would exceed
 // MaxTokenLen.
@@ -118,9 +123,16 @@ func (e *Embedded) Mint(ctx context.Context, s Session, ttl time.Duration) (Cred
 		return Credentials{}, Session{}, err
 	}
 	now := e.now()
+	if !s.Expires.IsZero() && !s.Expires.After(now) {
+		return Credentials{}, Session{}, floe.E(floe.Unauthenticated, "credential",
+			"cannot vend credentials: the access token they would be vended under has expired")
+	}
 	exp := now.Add(ClampTTL(ttl))
 	if life := k.created.Add(e.rotation + MaxTTL); exp.After(life) {
 		exp = life
+	}
+	if !s.Expires.IsZero() && exp.After(s.Expires) {
+		exp = s.Expires
 	}
 	exp = exp.UTC().Truncate(time.Second)
 	if !exp.After(now) {
@@ -129,6 +141,9 @@ func (e *Embedded) Mint(ctx context.Context, s Session, ttl time.Duration) (Cred
 	}
 	s.ID = uuid.NewString()
 	s.AccessKeyID = newAccessKeyID()
+	if e.epoch != nil {
+		s.Epoch = e.epoch()
+	}
 	s.Expires = exp
 	s.Grants = slices.Clone(s.Grants)
 	token, err := k.seal(s)
