@@ -307,10 +307,10 @@ func (l *List) Credential(tokenID, principal, table string, epoch int64) error {
 		return ErrTokenRevoked
 	case newer(s.disabled, principal, epoch):
 		return ErrPrincipalDisabled
+	case table != "" && newer(s.tables, table, epoch):
+		return ErrTableDropped // first: dropping a table also revokes the grants on it
 	case newer(s.grants, principal, epoch):
 		return ErrGrantRevoked
-	case table != "" && newer(s.tables, table, epoch):
-		return ErrTableDropped
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/floe-lake/floe/objstore/s3api"
 	"github.com/floe-lake/floe/objstore/sse"
 	"github.com/floe-lake/floe/restcat"
+	"github.com/floe-lake/floe/revoke"
 	"github.com/floe-lake/floe/store/sqlstore"
 	"github.com/floe-lake/floe/vend"
 )
@@ -57,6 +58,10 @@ type App struct {
 	ingest *ingester
 	// handler sends /v1/oauth/* and /.well-known/* to oauth, the rest to rest.
 	handler http.Handler
+	// revocations is this node's revocation state (see revoke.go);
+	// stopRevocations stops its refresh.
+	revocations     *revoke.List
+	stopRevocations func()
 
 	srv   *netlimit.Server
 	ln    net.Listener
@@ -110,6 +115,9 @@ func (a *App) init(ctx context.Context) error {
 	// Audit checkpoints (retention) are signed with the token-signing key.
 	a.audit = audit.New(a.store, audit.Options{Logger: a.log, Signer: a.auth})
 	a.events = audit.NewAsync(a.audit, audit.AsyncOptions{Logger: a.log})
+	if err := a.openRevocations(ctx); err != nil {
+		return err
+	}
 	io, err := a.openStorage(ctx)
 	if err != nil {
 		return err
@@ -298,6 +306,9 @@ func (a *App) Close(ctx context.Context) error {
 		errs = append(errs, a.s3srv.Shutdown(ctx))
 	}
 	errs = append(errs, a.closeIngester(ctx))
+	if a.stopRevocations != nil {
+		a.stopRevocations()
+	}
 	if a.events != nil {
 		errs = append(errs, a.events.Close(ctx))
 	}

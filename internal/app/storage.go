@@ -59,7 +59,7 @@ func (a *App) openStorage(ctx context.Context) (catalog.FileIO, error) {
 	}
 	a.objects = objs
 	if cfg.S3Listen != "off" {
-		em, err := vend.NewEmbedded(ctx, a.store, vend.EmbeddedOptions{Logger: a.log})
+		em, err := vend.NewEmbedded(ctx, a.store, vend.EmbeddedOptions{Logger: a.log, Epoch: a.revocations.Version})
 		if err != nil {
 			return nil, fmt.Errorf("credential vending: %w", err)
 		}
@@ -68,7 +68,8 @@ func (a *App) openStorage(ctx context.Context) (catalog.FileIO, error) {
 		if cfg.InsecureNoAuth {
 			resolver = nil
 		}
-		a.s3 = s3api.New(s3api.Options{Store: objs, Resolver: resolver, Region: cfg.Region, Audit: a.auditObject, Logger: a.log})
+		a.s3 = s3api.New(s3api.Options{Store: objs, Resolver: resolver, Region: cfg.Region, Audit: a.auditObject, Logger: a.log,
+			Revoked: a.revokedCredential})
 	}
 	return objs.FileIO(), nil
 }
@@ -140,7 +141,8 @@ func (a *App) vending() *restcat.Vending {
 	if a.minter == nil {
 		return nil
 	}
-	v := &restcat.Vending{Minter: a.minter, Region: a.cfg.Region, TTL: a.cfg.CredentialTTL, Audit: a.auditVend}
+	v := &restcat.Vending{Minter: a.minter, Region: a.cfg.Region, TTL: a.cfg.CredentialTTL, Audit: a.auditVend,
+		Revoked: a.revokedCredential}
 	if a.cfg.Storage == "s3" {
 		v.Endpoint, v.PathStyle = a.cfg.S3.Endpoint, a.cfg.S3.PathStyle
 	} else {
@@ -169,6 +171,10 @@ func (a *App) auditObject(ctx context.Context, e s3api.AccessEvent) {
 	if e.Status >= 400 {
 		ev.Outcome = audit.OutcomeFailure
 		ev.Detail["error"] = e.ErrorCode
+	}
+	if e.Revoked != "" {
+		ev.Outcome = audit.OutcomeDenied
+		ev.Detail["revoked"] = e.Revoked
 	}
 	if s := e.Session; s != nil {
 		ev.Principal = s.Principal
