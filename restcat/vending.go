@@ -177,7 +177,6 @@ func session(ctx context.Context, id catalog.Ident, bucket, prefix string, write
 	}
 	if c, ok := auth.ClaimsFrom(ctx); ok {
 		s.Principal, s.PrincipalID, s.TokenID = c.Principal, c.PrincipalID, c.TokenID
-		s.Expires = c.ExpiresAt // a credential never outlives its token
 	} else {
 		s.Principal = "anonymous"
 	}

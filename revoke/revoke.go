@@ -26,9 +26,11 @@
 // simple sound rule): loading a table again gives working ones.
 //
 // The state is bounded: rows (and entries) are dropped once every
-// credential they can refuse has expired (a token's own expiry; vend.MaxTTL
-// plus leeway after the revocation otherwise; a disabled principal's row is
-// kept while it stays disabled). Should a node hold more than
+// credential they can refuse has expired: vend.MaxTTL plus leeway after the
+// revocation, or after the revoked token's own expiry (a credential may
+// outlive the token it was vended under, as an AWS session outlives the
+// call that made it); a disabled principal's row is kept while it stays
+// disabled. Should a node hold more than
 // Options.MaxEntries entries, it collapses them into one floor: every
 // credential and session older than the newest revocation is refused, which
 // is sound, only broader.

@@ -109,8 +109,8 @@ func NewEmbedded(ctx context.Context, ks KeyStore, o EmbeddedOptions) (*Embedded
 
 // Mint mints credentials for s on the newest key, rotating it first if it is
 // due. It fills in s.ID, s.AccessKeyID, s.Epoch and s.Expires (now +
-// ClampTTL(ttl), truncated to the second, never after the key's deletion
-// nor after s.Expires if that was set: the access token's expiry) and returns
+// ClampTTL(ttl), truncated to the second, and never after the key's
+// deletion) and returns
 // the completed session. It fails with floe.Invalid if s has no grant or an
 // invalid one (see Grant.Validate), or if its token would exceed
 // MaxTokenLen.
@@ -123,16 +123,9 @@ func (e *Embedded) Mint(ctx context.Context, s Session, ttl time.Duration) (Cred
 		return Credentials{}, Session{}, err
 	}
 	now := e.now()
-	if !s.Expires.IsZero() && !s.Expires.After(now) {
-		return Credentials{}, Session{}, floe.E(floe.Unauthenticated, "credential",
-			"cannot vend credentials: the access token they would be vended under has expired")
-	}
 	exp := now.Add(ClampTTL(ttl))
 	if life := k.created.Add(e.rotation + MaxTTL); exp.After(life) {
 		exp = life
-	}
-	if !s.Expires.IsZero() && exp.After(s.Expires) {
-		exp = s.Expires
 	}
 	exp = exp.UTC().Truncate(time.Second)
 	if !exp.After(now) {
@@ -141,6 +134,7 @@ func (e *Embedded) Mint(ctx context.Context, s Session, ttl time.Duration) (Cred
 	}
 	s.ID = uuid.NewString()
 	s.AccessKeyID = newAccessKeyID()
+	s.Epoch = 0
 	if e.epoch != nil {
 		s.Epoch = e.epoch()
 	}

@@ -132,9 +132,7 @@ type Session struct {
 	Table string
 	// Grants is what the credential may access: usually one grant.
 	Grants []Grant
-	// Expires is when the credential stops working. Passed to Mint, a
-	// non-zero Expires is an upper bound: the expiry of the access token the
-	// credential is vended under, which it never outlives.
+	// Expires is when the credential stops working.
 	Expires time.Time
 	// Epoch is the revocation version (package revoke) the minting node had
 	// loaded: a revocation of the principal or table with a newer version

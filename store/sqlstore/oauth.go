@@ -133,7 +133,9 @@ func (s *Store) RevokeToken(ctx context.Context, jti string, expiresAt time.Time
 		if err != nil {
 			return err
 		}
-		return s.revokeIn(ctx, c, revoke.Token, jti, expiresAt)
+		// Credentials vended under the token may outlive it by up to
+		// vend.MaxTTL: its revocation is kept as long.
+		return s.revokeIn(ctx, c, revoke.Token, jti, expiresAt.Add(revocationTTL))
 	})
 	if err != nil {
 		return err
