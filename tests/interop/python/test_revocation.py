@@ -20,7 +20,7 @@ import psycopg
 import pyarrow as pa
 import pytest
 from botocore.exceptions import ClientError
-from conftest import WAREHOUSE, s3_client
+from conftest import WAREHOUSE, RestError, s3_client
 from floe_server import send
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
@@ -191,3 +191,37 @@ def test_open_sql_session_ends_within_one_second(floe, unique, revoke, sqlstate)
         assert err.sqlstate == sqlstate, (err.sqlstate, str(err))
         assert "revoked" in str(err) or "disabled" in str(err), str(err)
         assert took <= DEADLINE, f"the session ran statements {took:.2f}s after the revocation"
+
+
+def _replay(url: str, headers: dict[str, list[str]]) -> tuple[int, str]:
+    """Sends a GET that the remote signer signed: (status, body)."""
+    h = {k: v[0] if isinstance(v, list) else v for k, v in headers.items()}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=h), timeout=10) as r:
+            r.read()
+            return r.status, ""
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
+@pytest.mark.parametrize("revoke,reason", CASES[:3])
+def test_remote_signer_refuses_revoked(floe, unique, revoke, reason):
+    """The remote signer signs no more for a revoked session, and a request
+    it signed before is refused by the S3 endpoint within one second."""
+    from conftest import table_path
+
+    fed = Fed(floe, unique)
+    sign = table_path((fed.ns,), "t") + "/sign"
+    url = f"{floe.s3_url}/{fed.bucket}/{fed.key}"
+    signed = floe.request("POST", sign, body={"region": "us-east-1", "method": "GET", "uri": url, "headers": {}},
+                          token=fed.token)
+    assert _replay(signed["uri"], signed["headers"]) == (200, "")
+
+    revoke(floe, fed)
+    took, status, body = _refused_within(lambda: _replay(signed["uri"], signed["headers"]), DEADLINE)
+    assert status == 403 and reason in body, (status, body)
+    assert took <= DEADLINE, f"a request signed before the revocation was served {took:.2f}s after it"
+    with pytest.raises(RestError) as e:
+        floe.request("POST", sign, body={"region": "us-east-1", "method": "GET", "uri": url, "headers": {}},
+                     token=fed.token)
+    assert e.value.status in (401, 403), e.value
