@@ -128,7 +128,7 @@ func (a *App) openExternalS3(ctx context.Context) (catalog.FileIO, error) {
 		o.UsePathStyle = cfg.S3.PathStyle
 	})
 	sts, err := vend.NewSTS(ctx, vend.STSOptions{RoleARN: cfg.S3.RoleARN, ExternalID: cfg.S3.ExternalID,
-		Region: cfg.Region, Endpoint: cfg.S3.STSEndpoint, Credentials: ac.Credentials})
+		Region: cfg.Region, Endpoint: cfg.S3.STSEndpoint, Credentials: ac.Credentials, Logger: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("sts: %w", err)
 	}
