@@ -403,11 +403,10 @@ func (s *Store) DeleteGrantsOn(ctx context.Context, sec authz.Securable) (int, e
 		if err := bumpAuthz(ctx, c); err != nil {
 			return err
 		}
+		// No revocation of the grantees: this follows a drop, and the
+		// dropped table's own revocation (DeleteEntity) refuses its
+		// credentials; views and (empty) namespaces have none.
 		args := []any{sec.Warehouse, sec.Kind.String(), sec.Namespace.Key(), sec.Name}
-		if err := s.revokeGrantees(ctx, c, `authz_grants.warehouse = ? AND authz_grants.securable_kind = ?
-			AND authz_grants.namespace = ? AND authz_grants.name = ? AND authz_grants.tag_expr = ''`, args...); err != nil {
-			return err
-		}
 		var err error
 		removed, err = c.exec(ctx, `DELETE FROM authz_grants WHERE warehouse = ? AND securable_kind = ? AND namespace = ?
 			AND name = ? AND tag_expr = ''`, args...)
@@ -434,11 +433,9 @@ func (s *Store) MoveGrantsOn(ctx context.Context, from, to authz.Securable) (int
 		if err := bumpAuthz(ctx, c); err != nil {
 			return err
 		}
+		// No revocation of the grantees: the rename's own revocation of
+		// the old name (RenameEntity) refuses the credentials vended for it.
 		args := []any{from.Warehouse, from.Kind.String(), from.Namespace.Key(), from.Name}
-		if err := s.revokeGrantees(ctx, c, `authz_grants.warehouse = ? AND authz_grants.securable_kind = ?
-			AND authz_grants.namespace = ? AND authz_grants.name = ? AND authz_grants.tag_expr = ''`, args...); err != nil {
-			return err
-		}
 		var gs []authz.Grant
 		err := each(ctx, c, `SELECT `+grantColumns+` FROM authz_grants WHERE warehouse = ? AND securable_kind = ?
 			AND namespace = ? AND name = ? AND tag_expr = ''`, func(scan func(...any) error) error {
