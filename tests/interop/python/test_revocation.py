@@ -11,6 +11,9 @@ a disabled principal refuses its next statement within one second.
 
 from __future__ import annotations
 
+import base64
+import json
+import subprocess
 import time
 import urllib.error
 import urllib.parse
@@ -20,7 +23,7 @@ import psycopg
 import pyarrow as pa
 import pytest
 from botocore.exceptions import ClientError
-from conftest import WAREHOUSE, RestError, s3_client
+from conftest import WAREHOUSE, RestError, floe_binary, s3_client
 from floe_server import send
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
@@ -136,6 +139,27 @@ def test_vended_credentials_refused_within_one_second(floe, unique, revoke, reas
     assert status == 403, (status, body)
     assert "<Code>AccessDenied</Code>" in body, body
     assert reason in body, body
+    _assert_audited(floe, fed, reason)
+
+
+def _assert_audited(floe, fed: Fed, reason: str) -> None:
+    """The refusal is an audit event naming the credential and its token."""
+    token_id = json.loads(base64.urlsafe_b64decode(fed.token.split(".")[1] + "=="))["jti"]
+    deadline = time.time() + 10
+    while True:
+        out = subprocess.run([str(floe_binary()), "audit", "query", "--data-dir", str(floe.data_dir),
+                              "--action", "s3.GetObject", "--outcome", "denied", "--principal", fed.name, "--json"],
+                             capture_output=True, text=True, timeout=60, check=True)
+        recs = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+        if recs or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert recs, "no denied s3.GetObject audit record"
+    d = recs[0]["detail"]
+    assert reason in d.get("revoked", ""), d
+    assert d.get("token_id") == token_id, d
+    assert d.get("credential_id"), d
+    assert d.get("access_key_id") == fed.config["s3.access-key-id"], d
 
 
 def test_new_grant_keeps_credentials(floe, unique):
