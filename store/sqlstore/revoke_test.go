@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -103,6 +104,45 @@ func TestRevocations(t *testing.T) {
 				if e.Kind == revoke.Disabled && e.Expires.After(time.Now().Add(revocationTTL+time.Minute)) {
 					t.Errorf("re-enabled principal's revocation expires at %s", e.Expires)
 				}
+			}
+		})
+	}
+}
+
+// TestRevocationsSwept: rows are deleted once nothing they refuse can be
+// alive, on the next revocation; the table stays bounded.
+func TestRevocationsSwept(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+			s := openForTest(t, b.dsn(t), Options{Now: func() time.Time { return now }})
+			for i := range 3 {
+				if err := s.RevokeToken(ctx, fmt.Sprintf("jti-%d", i), now.Add(time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			count := func() int {
+				t.Helper()
+				var n int
+				if err := s.db().QueryRowContext(ctx, "SELECT count(*) FROM revocations").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			if n := count(); n != 3 {
+				t.Fatalf("%d rows, want 3", n)
+			}
+			// Past the tokens' expiry plus the longest credential life.
+			now = now.Add(time.Hour + revocationTTL + time.Minute)
+			if es, err := s.Revocations(ctx, 0); err != nil || len(es) != 0 {
+				t.Fatalf("expired revocations still listed: %v %v", es, err)
+			}
+			if err := s.RevokeToken(ctx, "jti-new", now.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if n := count(); n != 1 {
+				t.Fatalf("%d rows after the sweep, want 1", n)
 			}
 		})
 	}
