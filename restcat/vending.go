@@ -37,6 +37,10 @@ type Vending struct {
 	TTL time.Duration
 	// Audit, if set, records every credential handed out.
 	Audit func(ctx context.Context, action, resource string, detail map[string]any)
+	// Revoked, if set, reports a credential that the storage endpoint
+	// would refuse as revoked (revoke.List): such a credential is never
+	// handed out or signed with again from the cache; a new one is minted.
+	Revoked func(s *vend.Session) error
 
 	mu    sync.Mutex
 	cache map[credKey]vendedCreds
@@ -59,6 +63,7 @@ type credKey struct {
 
 type vendedCreds struct {
 	creds  vend.Credentials
+	sess   *vend.Session
 	id     string // the vend.Session ID, as audited
 	minted time.Time
 }
@@ -82,7 +87,7 @@ func (v *Vending) credentials(ctx context.Context, use string, id catalog.Ident,
 	v.mu.Lock()
 	c, ok := v.cache[key]
 	v.mu.Unlock()
-	if ok && fresh(c) {
+	if ok && fresh(c) && (v.Revoked == nil || v.Revoked(c.sess) == nil) {
 		return c.creds, c.id, nil
 	}
 	creds, sess, err := v.Minter.Mint(ctx, s, v.TTL)
@@ -94,7 +99,7 @@ func (v *Vending) credentials(ctx context.Context, use string, id catalog.Ident,
 	if v.cache == nil || len(v.cache) > 10000 {
 		v.cache = map[credKey]vendedCreds{}
 	}
-	v.cache[key] = vendedCreds{creds: creds, id: sess.ID, minted: time.Now()}
+	v.cache[key] = vendedCreds{creds: creds, sess: &sess, id: sess.ID, minted: time.Now()}
 	v.mu.Unlock()
 	return creds, sess.ID, nil
 }

@@ -50,6 +50,9 @@ type EmbeddedOptions struct {
 	// Sealer seals the keys in the KeyStore. Nil stores them in plaintext
 	// (tests only: then a copy of the store mints credentials).
 	Sealer Sealer
+	// Epoch, if set, returns the revocation version to stamp on each
+	// credential minted (revoke.List.Version).
+	Epoch func() int64
 }
 
 // Embedded mints and resolves credentials for Floe's own S3 endpoint (see
@@ -61,6 +64,7 @@ type Embedded struct {
 	now      func() time.Time
 	log      *slog.Logger
 	rotation time.Duration
+	epoch    func() int64
 
 	mu      sync.RWMutex
 	keys    map[string]*sealKey
@@ -85,7 +89,7 @@ func NewEmbedded(ctx context.Context, ks KeyStore, o EmbeddedOptions) (*Embedded
 	if o.KeyRotation < 0 {
 		return nil, fmt.Errorf("vend: negative key rotation %s", o.KeyRotation)
 	}
-	e := &Embedded{ks: ks, sealer: o.Sealer, now: o.Now, log: o.Logger, rotation: o.KeyRotation, keys: map[string]*sealKey{}}
+	e := &Embedded{ks: ks, sealer: o.Sealer, now: o.Now, log: o.Logger, rotation: o.KeyRotation, epoch: o.Epoch, keys: map[string]*sealKey{}}
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -108,8 +112,9 @@ func NewEmbedded(ctx context.Context, ks KeyStore, o EmbeddedOptions) (*Embedded
 }
 
 // Mint mints credentials for s on the newest key, rotating it first if it is
-// due. It fills in s.ID, s.AccessKeyID and s.Expires (now + ClampTTL(ttl),
-// truncated to the second, and never after the key's deletion) and returns
+// due. It fills in s.ID, s.AccessKeyID, s.Epoch and s.Expires (now +
+// ClampTTL(ttl), truncated to the second, and never after the key's
+// deletion) and returns
 // the completed session. It fails with floe.Invalid if s has no grant or an
 // invalid one (see Grant.Validate), or if its token would exceed
 // MaxTokenLen.
@@ -133,6 +138,10 @@ func (e *Embedded) Mint(ctx context.Context, s Session, ttl time.Duration) (Cred
 	}
 	s.ID = uuid.NewString()
 	s.AccessKeyID = newAccessKeyID()
+	s.Epoch = 0
+	if e.epoch != nil {
+		s.Epoch = e.epoch()
+	}
 	s.Expires = exp
 	s.Grants = slices.Clone(s.Grants)
 	token, err := k.seal(s)

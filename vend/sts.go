@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -47,6 +49,8 @@ type STSOptions struct {
 	MaxAttempts int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
 }
 
 // STS mints credentials from AWS STS AssumeRole with an inline session
@@ -59,6 +63,10 @@ type STS struct {
 	externalID string
 	partition  string
 	now        func() time.Time
+	log        *slog.Logger
+	// untagged is set once STS refused session tags (the role's trust
+	// policy lacks sts:TagSession): sessions are minted without them.
+	untagged atomic.Bool
 }
 
 // NewSTS returns an STS minter. With o.Credentials nil it loads the AWS
@@ -108,9 +116,12 @@ func NewSTS(ctx context.Context, o STSOptions) (*STS, error) {
 			so.RetryMaxAttempts = o.MaxAttempts
 		}
 	})
-	s := &STS{client: client, roleARN: o.RoleARN, externalID: o.ExternalID, partition: partition, now: o.Now}
+	s := &STS{client: client, roleARN: o.RoleARN, externalID: o.ExternalID, partition: partition, now: o.Now, log: o.Logger}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
 	}
 	return s, nil
 }
@@ -119,8 +130,12 @@ func NewSTS(ctx context.Context, o STSOptions) (*STS, error) {
 // ClampTTL(ttl) (lowered to one hour, and retried once, if STS refuses a
 // longer session: the role's maximum session duration defaults to one hour
 // and role chaining caps it there). The session name is "floe-" and the
-// principal's name. It fills in sess.ID (random), sess.AccessKeyID and
-// sess.Expires from the STS answer.
+// principal's name; the session is tagged with the principal, token id and
+// table (TagPrincipal, TagTokenID, TagTable) so that RevokeSessionsPolicy
+// can deny it; if STS refuses the tags (no sts:TagSession in the role's
+// trust policy), Mint logs it once and mints untagged sessions from then
+// on. It fills in sess.ID (random), sess.AccessKeyID and sess.Expires from
+// the STS answer.
 //
 // Errors: floe.Invalid for invalid grants or a policy too large;
 // floe.Unavailable when STS cannot be reached, fails or throttles;
@@ -144,7 +159,18 @@ func (s *STS) Mint(ctx context.Context, sess Session, ttl time.Duration) (Creden
 	if s.externalID != "" {
 		in.ExternalId = aws.String(s.externalID)
 	}
+	if !s.untagged.Load() {
+		in.Tags = sessionTags(sess)
+	}
 	out, err := s.client.AssumeRole(ctx, in)
+	if err != nil && in.Tags != nil && tagSessionDenied(err) {
+		if !s.untagged.Swap(true) {
+			s.log.WarnContext(ctx, "vend: STS refused session tags (add sts:TagSession to the role's trust policy); "+
+				"minting untagged sessions, which per-principal and per-token revocation policies cannot match", "err", err)
+		}
+		in.Tags = nil
+		out, err = s.client.AssumeRole(ctx, in)
+	}
 	if err != nil && ttl > time.Hour && durationTooLong(err) {
 		ttl = time.Hour
 		in.DurationSeconds = aws.Int32(int32(ttl / time.Second))

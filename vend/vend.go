@@ -134,6 +134,11 @@ type Session struct {
 	Grants []Grant
 	// Expires is when the credential stops working.
 	Expires time.Time
+	// Epoch is the revocation version (package revoke) the minting node had
+	// loaded: a revocation of the principal or table with a newer version
+	// refuses the credential. The embedded minter sets it from
+	// EmbeddedOptions.Epoch.
+	Epoch int64
 }
 
 // Allows reports whether the session's grants allow an operation on key in

@@ -24,6 +24,7 @@ import (
 	"github.com/floe-lake/floe/objstore/s3api"
 	"github.com/floe-lake/floe/objstore/sse"
 	"github.com/floe-lake/floe/restcat"
+	"github.com/floe-lake/floe/revoke"
 	"github.com/floe-lake/floe/store/sqlstore"
 	"github.com/floe-lake/floe/vend"
 )
@@ -66,6 +67,10 @@ type App struct {
 	handler http.Handler
 	// tls is the listeners' TLS configuration (see tls.go).
 	tls *tlsState
+	// revocations is this node's revocation state (see revoke.go);
+	// stopRevocations stops its refresh.
+	revocations     *revoke.List
+	stopRevocations func()
 
 	srv   *netlimit.Server
 	ln    net.Listener
@@ -128,6 +133,9 @@ func (a *App) init(ctx context.Context) error {
 	// Audit checkpoints (retention) are signed with the token-signing key.
 	a.audit = audit.New(a.store, audit.Options{Logger: a.log, Signer: a.auth})
 	a.events = audit.NewAsync(a.audit, audit.AsyncOptions{Logger: a.log})
+	if err := a.openRevocations(ctx); err != nil {
+		return err
+	}
 	io, err := a.openStorage(ctx)
 	if err != nil {
 		return err
@@ -319,6 +327,9 @@ func (a *App) Close(ctx context.Context) error {
 		errs = append(errs, a.s3srv.Shutdown(ctx))
 	}
 	errs = append(errs, a.closeIngester(ctx))
+	if a.stopRevocations != nil {
+		a.stopRevocations()
+	}
 	if a.events != nil {
 		errs = append(errs, a.events.Close(ctx))
 	}

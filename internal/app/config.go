@@ -63,7 +63,8 @@ type Config struct {
 	// For storage "s3" it is the bucket's region.
 	Region string `yaml:"region"`
 	// CredentialTTL is the lifetime of vended storage credentials (env
-	// FLOE_CREDENTIAL_TTL, default 1h, 15m to 12h).
+	// FLOE_CREDENTIAL_TTL, 15m to 12h; default 1h for the embedded store,
+	// 15m for storage "s3", whose STS credentials cannot be recalled).
 	CredentialTTL time.Duration `yaml:"credential_ttl"`
 	// Encryption encrypts every object of the embedded store at rest with
 	// AES-256-GCM (env FLOE_ENCRYPTION, default true).
@@ -355,7 +356,7 @@ func Defaults() Config {
 		S3Listen:      "127.0.0.1:9100",
 		Region:        "us-east-1",
 		Encryption:    true,
-		CredentialTTL: time.Hour,
+		CredentialTTL: 0, // set by Finish: 1h, or 15m for storage s3
 		TokenTTL:      15 * time.Minute,
 		MaxBodyBytes:  16 << 20,
 		LogLevel:      "info",
@@ -583,6 +584,13 @@ func (c *Config) Finish() error {
 	}
 	if err := c.finishKeyWrapper(); err != nil {
 		return err
+	}
+	if c.CredentialTTL == 0 {
+		// STS keys cannot be recalled: they live as short as STS allows.
+		c.CredentialTTL = time.Hour
+		if c.Storage == "s3" {
+			c.CredentialTTL = 15 * time.Minute
+		}
 	}
 	switch {
 	case c.Warehouse == "" || strings.ContainsAny(c.Warehouse, "/ \t?#%"):

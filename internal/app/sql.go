@@ -127,6 +127,7 @@ func (s sqlAuth) SCRAMVerifier(ctx context.Context, user string) (*pgwire.ScramV
 	if s.a.cfg.InsecureNoAuth {
 		return nil, pgwire.Identity{}, false, nil
 	}
+	since := s.a.revocations.Version() // before the principal is read: a disable after it ends the session
 	p, stored, ok, err := s.a.auth.SQLPassword(ctx, user)
 	if err != nil || !ok {
 		return nil, pgwire.Identity{}, false, err
@@ -136,7 +137,9 @@ func (s sqlAuth) SCRAMVerifier(ctx context.Context, user string) (*pgwire.ScramV
 		return nil, pgwire.Identity{}, false, fmt.Errorf("stored SQL password of %s: %w", user, err)
 	}
 	claims := auth.Claims{PrincipalID: p.ID, Principal: p.Name, ClientID: p.ClientID, Admin: p.Admin, Scopes: p.Scopes}
-	return v, sqlIdentity(claims), true, nil
+	id := sqlIdentity(claims)
+	id.Revoked = s.a.sessionRevoked("", p.Name, since)
+	return v, id, true, nil
 }
 
 // Token verifies an access token as the REST catalog does.
@@ -144,11 +147,14 @@ func (s sqlAuth) Token(ctx context.Context, user, token string) (pgwire.Identity
 	if s.a.cfg.InsecureNoAuth {
 		return pgwire.Identity{Principal: user, Payload: engine.Caller{Subject: authz.Subject{Principal: user, Admin: true}, Unrestricted: true}}, nil
 	}
+	since := s.a.revocations.Version() // before the token is verified: a revocation after it ends the session
 	claims, err := s.a.auth.Verify(ctx, token)
 	if err != nil {
 		return pgwire.Identity{}, err
 	}
-	return sqlIdentity(claims), nil
+	id := sqlIdentity(claims)
+	id.Revoked = s.a.sessionRevoked(claims.TokenID, claims.Principal, since)
+	return id, nil
 }
 
 // sqlIdentity is the session identity of an authenticated principal.

@@ -55,7 +55,7 @@ func (a *App) openStorage(ctx context.Context) (catalog.FileIO, error) {
 	}
 	a.objects = objs
 	if cfg.S3Listen != "off" {
-		em, err := vend.NewEmbedded(ctx, a.store, vend.EmbeddedOptions{Logger: a.log, Sealer: a.sealer})
+		em, err := vend.NewEmbedded(ctx, a.store, vend.EmbeddedOptions{Logger: a.log, Sealer: a.sealer, Epoch: a.revocations.Version})
 		if err != nil {
 			return nil, fmt.Errorf("credential vending: %w", err)
 		}
@@ -64,7 +64,8 @@ func (a *App) openStorage(ctx context.Context) (catalog.FileIO, error) {
 		if cfg.InsecureNoAuth {
 			resolver = nil
 		}
-		a.s3 = s3api.New(s3api.Options{Store: objs, Resolver: a.s3Resolver(resolver), Region: cfg.Region, Audit: a.auditObject, Logger: a.log})
+		a.s3 = s3api.New(s3api.Options{Store: objs, Resolver: a.s3Resolver(resolver), Region: cfg.Region, Audit: a.auditObject, Logger: a.log,
+			Revoked: a.revokedCredential})
 	}
 	return objs.FileIO(), nil
 }
@@ -123,7 +124,7 @@ func (a *App) openExternalS3(ctx context.Context) (catalog.FileIO, error) {
 		o.UsePathStyle = cfg.S3.PathStyle
 	})
 	sts, err := vend.NewSTS(ctx, vend.STSOptions{RoleARN: cfg.S3.RoleARN, ExternalID: cfg.S3.ExternalID,
-		Region: cfg.Region, Endpoint: cfg.S3.STSEndpoint, Credentials: ac.Credentials})
+		Region: cfg.Region, Endpoint: cfg.S3.STSEndpoint, Credentials: ac.Credentials, Logger: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("sts: %w", err)
 	}
@@ -136,7 +137,8 @@ func (a *App) vending() *restcat.Vending {
 	if a.minter == nil {
 		return nil
 	}
-	v := &restcat.Vending{Minter: a.minter, Region: a.cfg.Region, TTL: a.cfg.CredentialTTL, Audit: a.auditVend}
+	v := &restcat.Vending{Minter: a.minter, Region: a.cfg.Region, TTL: a.cfg.CredentialTTL, Audit: a.auditVend,
+		Revoked: a.revokedCredential}
 	if a.cfg.Storage == "s3" {
 		v.Endpoint, v.PathStyle = a.cfg.S3.Endpoint, a.cfg.S3.PathStyle
 	} else {
@@ -165,6 +167,10 @@ func (a *App) auditObject(ctx context.Context, e s3api.AccessEvent) {
 	if e.Status >= 400 {
 		ev.Outcome = audit.OutcomeFailure
 		ev.Detail["error"] = e.ErrorCode
+	}
+	if e.Revoked != "" {
+		ev.Outcome = audit.OutcomeDenied
+		ev.Detail["revoked"] = e.Revoked
 	}
 	if s := e.Session; s != nil {
 		ev.Principal = s.Principal

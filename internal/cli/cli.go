@@ -35,6 +35,7 @@ func Root(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	root.AddCommand(roleCmd(stdout, stderr, getenv))
 	root.AddCommand(grantCmd(stdout, stderr, getenv), grantsCmd(stdout, stderr, getenv))
 	root.AddCommand(revokeCmd(stdout, stderr, getenv))
+	root.AddCommand(stsRevokeCmd(stdout, time.Now))
 	root.AddCommand(tagCmd(stdout, stderr, getenv))
 	root.AddCommand(maintainCmd(stdout, stderr, getenv), tableCmd(stdout, stderr, getenv))
 	root.AddCommand(ingestCmd(stdout, stderr, getenv))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/sigv4"
 	"github.com/floe-lake/floe/vend"
 )
@@ -55,6 +56,12 @@ func (s *Server) authenticate(q *request) error {
 		// The verifier accepted a request without looking up a credential:
 		// never treat that as authenticated.
 		return errorf("AccessDenied", http.StatusForbidden, "Access Denied")
+	}
+	if s.opts.Revoked != nil {
+		if err := s.opts.Revoked(&sess); err != nil {
+			q.sess, q.revoked = &sess, floe.PublicMessage(err) // audited with its session and token id
+			return errorf("AccessDenied", http.StatusForbidden, q.revoked)
+		}
 	}
 	q.sess, q.body, q.bodyLen, q.trailer = &sess, res.Body, res.DecodedLength, res.Trailer
 	if q.body == nil {

@@ -98,6 +98,8 @@ type envOptions struct {
 	streamed bool
 	// skew shifts the server's clock.
 	skew time.Duration
+	// revoked is Options.Revoked.
+	revoked func(*vend.Session) error
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -132,6 +134,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if !o.noAuth {
 		so.Resolver = e.res
 	}
+	so.Revoked = o.revoked
 	if o.skew != 0 {
 		so.Now = func() time.Time { return time.Now().Add(o.skew) }
 	}

@@ -42,6 +42,7 @@ type AccessEvent struct {
 	BytesOut   int64         // response body bytes written
 	Status     int           // HTTP status; 499 when the client went away before a status was sent
 	ErrorCode  string        // S3 error code, "" on success
+	Revoked    string        // why Options.Revoked refused the credential, "" if it did not
 	Duration   time.Duration
 }
 
@@ -67,6 +68,12 @@ type Options struct {
 	Audit func(ctx context.Context, e AccessEvent)
 	// Logger receives internal errors; default discards.
 	Logger *slog.Logger
+	// Revoked, if set, is asked about every credential whose signature
+	// verified: a non-nil error (whose message is safe to show, such as
+	// "credential revoked: token revoked") refuses the request with
+	// AccessDenied. It runs on every request: it must be cheap (revoke.List
+	// answers from memory without allocating).
+	Revoked func(s *vend.Session) error
 }
 
 // Server is Floe's S3-compatible endpoint over a bucket.Store. It serves
@@ -118,6 +125,8 @@ type request struct {
 	streamErr error
 	// auditKey overrides key in the access event (list prefix).
 	auditKey string
+	// revoked is why the credential was refused as revoked.
+	revoked string
 }
 
 // ServeHTTP implements http.Handler.
@@ -186,7 +195,7 @@ func (s *Server) audit(r *http.Request, q *request, bytesIn int64, arrived, star
 	s.opts.Audit(context.WithoutCancel(r.Context()), AccessEvent{
 		Time: arrived, RequestID: q.id, ClientAddr: httperr.ClientAddr(r), Operation: q.op,
 		Bucket: q.bucket, Key: key, Session: q.sess, BytesIn: bytesIn, BytesOut: q.w.n,
-		Status: status, ErrorCode: code, Duration: time.Since(start),
+		Status: status, ErrorCode: code, Revoked: q.revoked, Duration: time.Since(start),
 	})
 }
 

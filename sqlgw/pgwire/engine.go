@@ -110,6 +110,12 @@ type Identity struct {
 	Method string
 	// Payload is the Authenticator's data for the Engine.
 	Payload any
+	// Revoked, if set, is asked before each statement (Query, Parse, Bind,
+	// Execute): a non-nil error, such as a revoked token or a disabled
+	// principal, ends the session with a FATAL ErrorResponse of SQLSTATE
+	// 28000 carrying the error's public message. It runs per statement: it
+	// must be cheap (revoke.List answers from memory).
+	Revoked func() error
 }
 
 // Authentication methods recorded in Identity.Method.

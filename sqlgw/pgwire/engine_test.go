@@ -400,6 +400,8 @@ func (r *seriesResult) Close() error { return nil }
 type testAuth struct {
 	scram  map[string]*ScramVerifier
 	tokens map[string]string // token → principal
+	// revoked is Identity.Revoked of token logins, if set.
+	revoked func() error
 }
 
 func newTestAuth(t testing.TB) *testAuth {
@@ -430,7 +432,7 @@ func (a *testAuth) Token(_ context.Context, user, token string) (Identity, error
 	if !ok {
 		return Identity{}, ErrBadCredentials
 	}
-	return Identity{Principal: p, Payload: "token:" + p}, nil
+	return Identity{Principal: p, Payload: "token:" + p, Revoked: a.revoked}, nil
 }
 
 var (

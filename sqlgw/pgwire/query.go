@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/floe-lake/floe"
 )
 
 // flushThreshold is how many bytes of rows are buffered before a flush.
@@ -70,6 +72,13 @@ func (c *conn) loop() {
 				continue
 			}
 		}
+		switch msg.(type) {
+		case *pgproto3.Query, *pgproto3.Parse, *pgproto3.Bind, *pgproto3.Execute:
+			if err := c.revoked(); err != nil {
+				c.sendFatal(err)
+				return
+			}
+		}
 		var fatalErr error
 		switch m := msg.(type) {
 		case *pgproto3.Query:
@@ -107,6 +116,23 @@ func (c *conn) loop() {
 			return
 		}
 	}
+}
+
+// revoked returns the FATAL error that ends a session whose identity was
+// revoked since it logged in, or nil.
+func (c *conn) revoked() error {
+	check := c.sess.Identity.Revoked
+	if check == nil {
+		return nil
+	}
+	err := check()
+	if err == nil {
+		return nil
+	}
+	c.log.Info("pgwire: ending the session of a revoked identity", "principal", c.sess.Identity.Principal, "reason", err)
+	e := fatal(CodeInvalidAuthorization, "terminating connection: "+floe.PublicMessage(err))
+	e.Hint = "Log in again with a valid access token."
+	return e
 }
 
 // flush writes buffered messages.

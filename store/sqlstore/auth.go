@@ -9,6 +9,7 @@ import (
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/revoke"
 )
 
 const principalColumns = "id, name, client_id, secret_hash, scopes, admin, disabled, created_at"
@@ -151,7 +152,14 @@ func (s *Store) SetPrincipalDisabled(ctx context.Context, name string, disabled 
 		if n == 0 {
 			return floe.E(floe.NotFound, "principal", "Principal does not exist: %s", name)
 		}
-		return nil
+		if disabled {
+			return s.revokeIn(ctx, c, revoke.Disabled, name, s.now().Add(forever))
+		}
+		// Enabled again: the revocation stays until every credential and
+		// session it refuses would have expired anyway.
+		_, err = c.exec(ctx, "UPDATE revocations SET expires_at = ? WHERE kind = ? AND subject = ?",
+			s.d.timeArg(s.now().Add(revocationTTL)), string(revoke.Disabled), name)
+		return err
 	})
 }
 

@@ -236,6 +236,9 @@ func (s *Store) DropRole(ctx context.Context, name string) error {
 		if err := bumpAuthz(ctx, c); err != nil {
 			return err
 		}
+		if err := s.revokeRoleMembers(ctx, c, name, ""); err != nil {
+			return err
+		}
 		if _, err := c.exec(ctx, "DELETE FROM authz_role_members WHERE role = ?", name); err != nil {
 			return err
 		}
@@ -293,6 +296,9 @@ func (s *Store) AddRoleMember(ctx context.Context, role, principal string) error
 func (s *Store) RemoveRoleMember(ctx context.Context, role, principal string) error {
 	return s.write(ctx, "remove role member", func(c conn) error {
 		if err := bumpAuthz(ctx, c); err != nil {
+			return err
+		}
+		if err := s.revokeRoleMembers(ctx, c, role, principal); err != nil {
 			return err
 		}
 		n, err := c.exec(ctx, "DELETE FROM authz_role_members WHERE role = ? AND principal = ?", role, principal)
@@ -374,6 +380,9 @@ func (s *Store) DeleteGrant(ctx context.Context, id string) error {
 		if err := bumpAuthz(ctx, c); err != nil {
 			return err
 		}
+		if err := s.revokeGrantees(ctx, c, "authz_grants.id = ?", id); err != nil {
+			return err
+		}
 		n, err := c.exec(ctx, "DELETE FROM authz_grants WHERE id = ?", id)
 		if err != nil {
 			return err
@@ -394,6 +403,9 @@ func (s *Store) DeleteGrantsOn(ctx context.Context, sec authz.Securable) (int, e
 		if err := bumpAuthz(ctx, c); err != nil {
 			return err
 		}
+		// No revocation of the grantees: this follows a drop, and the
+		// dropped table's own revocation (DeleteEntity) refuses its
+		// credentials; views and (empty) namespaces have none.
 		args := []any{sec.Warehouse, sec.Kind.String(), sec.Namespace.Key(), sec.Name}
 		var err error
 		removed, err = c.exec(ctx, `DELETE FROM authz_grants WHERE warehouse = ? AND securable_kind = ? AND namespace = ?
@@ -421,6 +433,8 @@ func (s *Store) MoveGrantsOn(ctx context.Context, from, to authz.Securable) (int
 		if err := bumpAuthz(ctx, c); err != nil {
 			return err
 		}
+		// No revocation of the grantees: the rename's own revocation of
+		// the old name (RenameEntity) refuses the credentials vended for it.
 		args := []any{from.Warehouse, from.Kind.String(), from.Namespace.Key(), from.Name}
 		var gs []authz.Grant
 		err := each(ctx, c, `SELECT `+grantColumns+` FROM authz_grants WHERE warehouse = ? AND securable_kind = ?
@@ -466,6 +480,10 @@ func (s *Store) SetTags(ctx context.Context, t authz.TagTarget, tags map[string]
 		if err := bumpAuthz(ctx, c); err != nil {
 			return err
 		}
+		// A changed tag can take a tag-based grant away from a table.
+		if err := s.revokeGrantees(ctx, c, "authz_grants.warehouse = ? AND authz_grants.tag_expr <> ''", t.On.Warehouse); err != nil {
+			return err
+		}
 		for _, k := range slices.Sorted(maps.Keys(tags)) {
 			if k == "" {
 				return floe.E(floe.Invalid, "tag", "tag key must not be empty")
@@ -489,6 +507,9 @@ func (s *Store) DeleteTags(ctx context.Context, t authz.TagTarget, keys []string
 	err := s.write(ctx, "delete tags", func(c conn) error {
 		removed = 0
 		if err := bumpAuthz(ctx, c); err != nil {
+			return err
+		}
+		if err := s.revokeGrantees(ctx, c, "authz_grants.warehouse = ? AND authz_grants.tag_expr <> ''", t.On.Warehouse); err != nil {
 			return err
 		}
 		for _, k := range keys {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/revoke"
 )
 
 // Errors with the messages Iceberg's reference implementation uses.
@@ -615,6 +616,11 @@ func (s *Store) DeleteEntity(ctx context.Context, wh string, id catalog.Ident, k
 			return err
 		}
 		e.UpdatedAt = at.t
+		if kind == catalog.KindTable {
+			if err := s.revokeIn(ctx, c, revoke.Table, id.String(), s.now().Add(revocationTTL)); err != nil {
+				return err
+			}
+		}
 		if keep == nil {
 			return nil
 		}
@@ -658,6 +664,11 @@ func (s *Store) RenameEntity(ctx context.Context, wh string, from, to catalog.Id
 		}
 		if err := s.insertEntity(ctx, c, wh, to, kind, loc, tableLoc.String, s.d.timeArg(s.now())); err != nil {
 			return err
+		}
+		if kind == catalog.KindTable {
+			if err := s.revokeIn(ctx, c, revoke.Table, from.String(), s.now().Add(revocationTTL)); err != nil {
+				return err
+			}
 		}
 		_, err = c.exec(ctx, "DELETE FROM entities WHERE warehouse = ? AND namespace = ? AND name = ?",
 			wh, from.Namespace.Key(), from.Name)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/revoke"
 )
 
 // DeleteSigningKey removes a signing key; removing an absent one is not an
@@ -129,7 +130,12 @@ func (s *Store) RevokeToken(ctx context.Context, jti string, expiresAt time.Time
 		_, err := c.exec(ctx, `INSERT INTO revoked_tokens (jti, expires_at) VALUES (?, ?)
 			ON CONFLICT (jti) DO UPDATE SET expires_at = excluded.expires_at WHERE revoked_tokens.expires_at < excluded.expires_at`,
 			jti, s.d.timeArg(expiresAt))
-		return err
+		if err != nil {
+			return err
+		}
+		// Credentials vended under the token may outlive it by up to
+		// vend.MaxTTL: its revocation is kept as long.
+		return s.revokeIn(ctx, c, revoke.Token, jti, expiresAt.Add(revocationTTL))
 	})
 	if err != nil {
 		return err

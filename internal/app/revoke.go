@@ -1,0 +1,44 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/floe-lake/floe/revoke"
+	"github.com/floe-lake/floe/vend"
+)
+
+// openRevocations loads the revocation state and keeps it current in the
+// background until Close (see package revoke): the S3 endpoint, the
+// credential cache of the catalog and the SQL sessions check it.
+func (a *App) openRevocations(ctx context.Context) error {
+	l, err := revoke.New(ctx, a.store, revoke.Options{Logger: a.log})
+	if err != nil {
+		return fmt.Errorf("revocations: %w", err)
+	}
+	a.revocations = l
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Run(rctx)
+	}()
+	a.stopRevocations = func() {
+		cancel()
+		<-done
+	}
+	return nil
+}
+
+// revokedCredential is s3api.Options.Revoked and restcat.Vending.Revoked.
+func (a *App) revokedCredential(s *vend.Session) error {
+	return a.revocations.Credential(s.TokenID, s.Principal, s.Table, s.Epoch)
+}
+
+// sessionRevoked returns the pgwire.Identity.Revoked of an SQL session of
+// access token tokenID ("" for a password login) and principal, that
+// started at revocation version since.
+func (a *App) sessionRevoked(tokenID, principal string, since int64) func() error {
+	l := a.revocations
+	return func() error { return l.Session(tokenID, principal, since) }
+}
