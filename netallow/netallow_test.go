@@ -163,7 +163,10 @@ func TestClientAddrHopBound(t *testing.T) {
 func TestGuard(t *testing.T) {
 	var denied error
 	g := &netallow.Guard{Listener: "rest", Allow: mustParse(t, "10.0.0.0/8"), TrustedProxies: mustParse(t, "127.0.0.1"),
-		Deny: func(w http.ResponseWriter, _ *http.Request, _ netip.Addr, err error) { denied = err; w.WriteHeader(403) }}
+		Deny: func(w http.ResponseWriter, _ *http.Request, _ netip.Addr, err error) {
+			denied = err
+			w.WriteHeader(403)
+		}}
 	var seen netip.Addr
 	h := g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen, _ = netallow.ClientFrom(r.Context()) }))
 	r := httptest.NewRequest("GET", "/", nil)
