@@ -46,6 +46,8 @@ type wireSession struct {
 	Table       string      `json:"t,omitempty"`
 	Grants      []wireGrant `json:"g"`
 	Expires     int64       `json:"e"` // Unix seconds
+	// Networks is Session.AllowedCIDRs (allowlists; absent when empty).
+	Networks []string `json:"n,omitempty"`
 }
 
 type wireGrant struct {
@@ -56,7 +58,8 @@ type wireGrant struct {
 
 func toWire(s Session) wireSession {
 	w := wireSession{ID: s.ID, AccessKeyID: s.AccessKeyID, Principal: s.Principal, PrincipalID: s.PrincipalID,
-		TokenID: s.TokenID, Table: s.Table, Grants: make([]wireGrant, len(s.Grants)), Expires: s.Expires.Unix()}
+		TokenID: s.TokenID, Table: s.Table, Grants: make([]wireGrant, len(s.Grants)), Expires: s.Expires.Unix(),
+		Networks: s.AllowedCIDRs}
 	for i, g := range s.Grants {
 		w.Grants[i] = wireGrant(g)
 	}
@@ -65,7 +68,8 @@ func toWire(s Session) wireSession {
 
 func (w wireSession) session() Session {
 	s := Session{ID: w.ID, AccessKeyID: w.AccessKeyID, Principal: w.Principal, PrincipalID: w.PrincipalID,
-		TokenID: w.TokenID, Table: w.Table, Grants: make([]Grant, len(w.Grants)), Expires: time.Unix(w.Expires, 0).UTC()}
+		TokenID: w.TokenID, Table: w.Table, Grants: make([]Grant, len(w.Grants)), Expires: time.Unix(w.Expires, 0).UTC(),
+		AllowedCIDRs: w.Networks}
 	for i, g := range w.Grants {
 		s.Grants[i] = Grant(g)
 	}

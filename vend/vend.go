@@ -134,6 +134,10 @@ type Session struct {
 	Grants []Grant
 	// Expires is when the credential stops working.
 	Expires time.Time
+	// AllowedCIDRs is the principal's network allowlist (canonical CIDR
+	// prefixes) when the credential was minted; the S3 endpoint refuses
+	// the credential from any other client address. Empty: any address.
+	AllowedCIDRs []string
 }
 
 // Allows reports whether the session's grants allow an operation on key in

@@ -80,6 +80,7 @@ func (a *App) startSQL(ctx context.Context) error {
 		StartupTimeout:          cfg.SQLStartupTimeout,
 		LoginFailuresPerMinute:  max(0, cfg.SQLLoginFailuresPerMinute),
 		MaxStatementTimeout:     cfg.SQLMaxStatementTimeout,
+		CheckClient:             a.sqlCheckClient,
 	})
 	if err != nil {
 		return fmt.Errorf("sql endpoint: %w", err)

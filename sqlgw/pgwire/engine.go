@@ -110,6 +110,10 @@ type Identity struct {
 	Method string
 	// Payload is the Authenticator's data for the Engine.
 	Payload any
+	// AllowedCIDRs is the principal's network allowlist (canonical CIDR
+	// prefixes); pgwire refuses the login from any other address with
+	// SQLSTATE 28000 once the password checked out. Empty: any address.
+	AllowedCIDRs []string
 }
 
 // Authentication methods recorded in Identity.Method.

@@ -365,11 +365,11 @@ func TestPgxLogin(t *testing.T) {
 	if err := conn.QueryRow(ctx, "show session_authorization").Scan(&s); err != nil || s != "bob" {
 		t.Fatalf("session_authorization: %v %q", err, s)
 	}
-	if id := ts.engine.lastIdentity(); id != (Identity{Principal: "bob", Method: AuthSCRAM, Payload: "scram:bob"}) {
+	if id := ts.engine.lastIdentity(); !reflect.DeepEqual(id, Identity{Principal: "bob", Method: AuthSCRAM, Payload: "scram:bob"}) {
 		t.Errorf("engine saw identity %+v", id)
 	}
 	ts.connect(t, "alice", "alice-token", nil)
-	if id := ts.engine.lastIdentity(); id != (Identity{Principal: "alice", Method: AuthToken, Payload: "token:alice"}) {
+	if id := ts.engine.lastIdentity(); !reflect.DeepEqual(id, Identity{Principal: "alice", Method: AuthToken, Payload: "token:alice"}) {
 		t.Errorf("engine saw identity %+v", id)
 	}
 
