@@ -143,7 +143,8 @@ func (s sqlAuth) SCRAMVerifier(ctx context.Context, user string) (*pgwire.ScramV
 	if err != nil {
 		return nil, pgwire.Identity{}, false, fmt.Errorf("stored SQL password of %s: %w", user, err)
 	}
-	claims := auth.Claims{PrincipalID: p.ID, Principal: p.Name, ClientID: p.ClientID, Admin: p.Admin, Scopes: p.Scopes}
+	claims := auth.Claims{PrincipalID: p.ID, Principal: p.Name, ClientID: p.ClientID, Admin: p.Admin, Scopes: p.Scopes,
+		AllowedCIDRs: p.AllowedCIDRs}
 	return v, sqlIdentity(claims), true, nil
 }
 
@@ -161,5 +162,6 @@ func (s sqlAuth) Token(ctx context.Context, user, token string) (pgwire.Identity
 
 // sqlIdentity is the session identity of an authenticated principal.
 func sqlIdentity(claims auth.Claims) pgwire.Identity {
-	return pgwire.Identity{Principal: claims.Principal, Payload: engine.Caller{Subject: authz.SubjectOf(claims), Unrestricted: claims.Admin, ReadOnly: !claims.CanWriteCatalog()}}
+	return pgwire.Identity{Principal: claims.Principal, Payload: engine.Caller{Subject: authz.SubjectOf(claims), Unrestricted: claims.Admin, ReadOnly: !claims.CanWriteCatalog()},
+		AllowedCIDRs: claims.AllowedCIDRs}
 }
