@@ -1,9 +1,11 @@
 package mgmtapi_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/mgmtapi"
 )
 
@@ -29,6 +31,14 @@ func TestPrincipalAllowedCIDRs(t *testing.T) {
 	}
 	wantError(t, e.do(t, e.admin, "PUT", "/api/v1/principals/etl/allowed-cidrs", map[string]any{"allowed_cidrs": []string{"10.0.0.0/33"}}),
 		400, "BadRequestException", `allowlist entry "10.0.0.0/33" is not a CIDR prefix or an address`)
+	// The bound: a principal's list travels inside its vended credentials.
+	var many []string
+	for i := range auth.MaxPrincipalCIDRs + 1 {
+		many = append(many, fmt.Sprintf("10.0.%d.0/24", i))
+	}
+	wantError(t, e.do(t, e.admin, "PUT", "/api/v1/principals/etl/allowed-cidrs", map[string]any{"allowed_cidrs": many}),
+		400, "BadRequestException", fmt.Sprintf("a principal's allowlist has at most %d entries, not %d", auth.MaxPrincipalCIDRs, len(many)))
+	e.ok(t, 200, "PUT", "/api/v1/principals/etl/allowed-cidrs", map[string]any{"allowed_cidrs": many[:auth.MaxPrincipalCIDRs]})
 	wantError(t, e.do(t, e.admin, "PUT", "/api/v1/principals/ghost/allowed-cidrs", map[string]any{"allowed_cidrs": []string{}}), 404, "NotFoundException", "")
 	tok := e.f.PrincipalToken(t, "mallory")
 	wantError(t, e.do(t, tok, "PUT", "/api/v1/principals/etl/allowed-cidrs", map[string]any{"allowed_cidrs": []string{}}), 403, "ForbiddenException", "")
