@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/internal/httperr"
@@ -36,6 +38,8 @@ type Allowlists struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 
 	rest, s3, sql, proxies netallow.List
+	// denied bounds the net.denied audit events (made by Finish).
+	denied *deniedAudit
 }
 
 func (n *Allowlists) loadEnv(getenv func(string) string) {
@@ -61,7 +65,58 @@ func (n *Allowlists) validate() error {
 		}
 		*l.dst = parsed
 	}
+	n.denied = newDeniedAudit(deniedAuditPerSecond, time.Now)
 	return nil
+}
+
+// deniedAuditPerSecond bounds the net.denied audit events per listener and
+// second: clients outside an allowlist must not be able to make the
+// server write to its store without limit. Refusals beyond it are still
+// refused and logged at debug, and counted: the next recorded event of
+// that listener says how many were not recorded ("suppressed").
+const deniedAuditPerSecond = 20
+
+// deniedAudit is a per-listener, per-second budget of net.denied events.
+// Its state is one counter pair per listener name (three at most).
+type deniedAudit struct {
+	limit int
+	now   func() time.Time
+
+	mu sync.Mutex
+	by map[string]*deniedWindow
+}
+
+type deniedWindow struct {
+	second     int64
+	recorded   int
+	suppressed int64
+}
+
+func newDeniedAudit(limit int, now func() time.Time) *deniedAudit {
+	return &deniedAudit{limit: limit, now: now, by: map[string]*deniedWindow{}}
+}
+
+// take reports whether a refusal on listener is recorded, and if so how
+// many refusals before it were not.
+func (d *deniedAudit) take(listener string) (record bool, suppressed int64) {
+	sec := d.now().Unix()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w := d.by[listener]
+	if w == nil {
+		w = &deniedWindow{second: sec}
+		d.by[listener] = w
+	}
+	if w.second != sec {
+		w.second, w.recorded = sec, 0
+	}
+	if w.recorded >= d.limit {
+		w.suppressed++
+		return false, 0
+	}
+	w.recorded++
+	suppressed, w.suppressed = w.suppressed, 0
+	return true, suppressed
 }
 
 // guard puts a listener's allowlist in front of h: a request from outside
@@ -112,6 +167,14 @@ func (a *App) auditDenied(ctx context.Context, listener string, client netip.Add
 	}
 	if peer != client.String() {
 		detail["peer"] = peer // the proxy the request came through
+	}
+	record, suppressed := a.cfg.Network.denied.take(listener)
+	if !record {
+		a.log.DebugContext(ctx, "network allowlist refused a client (audit budget spent)", "listener", listener, "client_addr", client.String())
+		return
+	}
+	if suppressed > 0 {
+		detail["suppressed"] = suppressed
 	}
 	a.log.InfoContext(ctx, "network allowlist refused a client", "listener", listener, "client_addr", client.String())
 	a.events.Record(context.WithoutCancel(ctx), audit.Event{ClientAddr: client.String(), Action: "net.denied",

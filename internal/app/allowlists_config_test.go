@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/floe-lake/floe/internal/fakeclock"
 )
 
 // TestConfig_Allowlists: the allowlists come from YAML, then env
@@ -48,5 +51,33 @@ func TestConfig_Allowlists(t *testing.T) {
 		if err := c.Finish(); err == nil || !strings.HasPrefix(err.Error(), tt.key+": ") {
 			t.Errorf("%s: err %v, want one naming the key", tt.key, err)
 		}
+	}
+}
+
+// TestDeniedAuditBudget: at most the budget of net.denied events is
+// recorded per listener and second; the refusals beyond it are counted and
+// the next recorded event reports them; listeners have budgets of their own.
+func TestDeniedAuditBudget(t *testing.T) {
+	clock := fakeclock.New(time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
+	d := newDeniedAudit(3, clock.Now)
+	recorded := 0
+	for range 10 {
+		if ok, _ := d.take("rest"); ok {
+			recorded++
+		}
+	}
+	if recorded != 3 {
+		t.Fatalf("recorded %d of 10 in one second, want the budget 3", recorded)
+	}
+	if ok, _ := d.take("s3"); !ok {
+		t.Fatal("another listener's budget was spent")
+	}
+	clock.Advance(time.Second)
+	ok, suppressed := d.take("rest")
+	if !ok || suppressed != 7 {
+		t.Fatalf("next second: record %v, suppressed %d, want true, 7", ok, suppressed)
+	}
+	if _, suppressed := d.take("rest"); suppressed != 0 {
+		t.Fatalf("the suppressed count was reported twice: %d", suppressed)
 	}
 }

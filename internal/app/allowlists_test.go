@@ -402,3 +402,33 @@ func TestPrincipalAllowlist(t *testing.T) {
 		t.Fatalf("a principal with a bad list was created: %d", status)
 	}
 }
+
+// TestListenerDeniedAuditBounded: a flood from outside an allowlist is
+// refused in full but recorded at most 20 times per listener and second, so
+// outsiders cannot make the server write to its store without limit.
+func TestListenerDeniedAuditBounded(t *testing.T) {
+	f := testkit.Start(t, network(func(n *app.Allowlists) { n.RESTAllowCIDRs = []string{"10.0.0.0/8"} }))
+	start := time.Now()
+	const flood = 200
+	for range flood {
+		if status, body := get(t, f.URL+"/v1/config"); status != 403 {
+			t.Fatalf("status %d: %s", status, body)
+		}
+	}
+	seconds := int(time.Since(start)/time.Second) + 2 // the windows the flood touched
+	waitAudit(t, f, deniedEvent("rest", "127.0.0.1"))
+	time.Sleep(300 * time.Millisecond) // the background writer's batches
+	rs, err := f.App.Store().AuditRecords(context.Background(), 0, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rs {
+		if r.Action == "net.denied" {
+			n++
+		}
+	}
+	if n == 0 || n > 20*seconds || n >= flood {
+		t.Fatalf("%d net.denied records for %d refusals over at most %d s, want 1..%d", n, flood, seconds, 20*seconds)
+	}
+}
