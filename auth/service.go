@@ -16,6 +16,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/netallow"
 )
 
 // Leeway is the clock skew tolerated when checking exp, nbf and iat.
@@ -77,6 +78,9 @@ type Claims struct {
 	// for that request.
 	PolicyVersion    int64
 	HasPolicyVersion bool
+	// AllowedCIDRs is the principal's network allowlist as the store has
+	// it now (empty: any address); vended credentials carry it.
+	AllowedCIDRs []string
 }
 
 // HasScope reports whether the token carries scope s.
@@ -222,6 +226,43 @@ func (s *Service) CreatePrincipal(ctx context.Context, name string, scopes []str
 	return p, secret, nil
 }
 
+// MaxPrincipalCIDRs bounds a principal's allowlist: vended credentials
+// carry it inside their session token, which is bounded too.
+const MaxPrincipalCIDRs = 32
+
+// SetAllowedCIDRs replaces the network allowlist of the principal named
+// name and returns its canonical form; an empty list allows any address.
+// Entries are CIDR prefixes or addresses; Invalid for a bad entry or more
+// than MaxPrincipalCIDRs, NotFound for an unknown principal. Tokens of the
+// principal are checked against the new list from their next request on;
+// credentials already vended keep the list they were minted with.
+func (s *Service) SetAllowedCIDRs(ctx context.Context, name string, entries []string) ([]string, error) {
+	cidrs, err := CanonicalCIDRs(entries)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.SetPrincipalAllowedCIDRs(ctx, name, cidrs); err != nil {
+		return nil, err
+	}
+	return cidrs, nil
+}
+
+// CanonicalCIDRs validates a principal's allowlist and returns it in
+// canonical form (sorted masked prefixes, no duplicates).
+func CanonicalCIDRs(entries []string) ([]string, error) {
+	cidrs, err := netallow.Canonical(entries)
+	if err != nil {
+		return nil, err
+	}
+	if len(cidrs) > MaxPrincipalCIDRs {
+		return nil, floe.E(floe.Invalid, "network", "a principal's allowlist has at most %d entries, not %d", MaxPrincipalCIDRs, len(cidrs))
+	}
+	if len(cidrs) == 0 {
+		return nil, nil
+	}
+	return cidrs, nil
+}
+
 // ErrInvalidClient is returned for an unknown client, a wrong secret or a
 // disabled client; the wrapped error (for logs and audit) says which.
 var ErrInvalidClient = &floe.Error{Kind: floe.Unauthenticated, Entity: "client", Msg: "invalid client credentials"}
@@ -267,7 +308,14 @@ type tokenClaims struct {
 
 // Issue mints an access token for p with the given scopes, signed with the
 // current signing key.
+//
+// A principal with an allowlist gets no token for a client address (in
+// ctx, see netallow.WithClient) outside it: a floe.Forbidden error, entity
+// "network".
 func (s *Service) Issue(ctx context.Context, p Principal, scopes []string) (Token, error) {
+	if err := netallow.CheckPrincipal(ctx, p.Name, p.AllowedCIDRs); err != nil {
+		return Token{}, err
+	}
 	if err := s.maybeReloadKeys(ctx); err != nil {
 		s.log.WarnContext(ctx, "auth: reloading signing keys failed; signing with the loaded ones", "err", err)
 	}
@@ -329,9 +377,14 @@ func (s *Service) Verify(ctx context.Context, raw string) (Claims, error) {
 	if p.ID != c.Subject {
 		return Claims{}, invalidToken(errors.New("client id now belongs to another principal"))
 	}
+	// The principal's allowlist as it is now, against the client address
+	// the listener resolved (none for in-process callers).
+	if err := netallow.CheckPrincipal(ctx, p.Name, p.AllowedCIDRs); err != nil {
+		return Claims{}, err
+	}
 	return Claims{PrincipalID: p.ID, Principal: p.Name, ClientID: p.ClientID, Admin: p.Admin,
 		Scopes: strings.Fields(c.Scope), ExpiresAt: c.ExpiresAt.Time, TokenID: c.ID,
-		PolicyVersion: ts.PolicyVersion, HasPolicyVersion: ts.HasPolicyVersion}, nil
+		PolicyVersion: ts.PolicyVersion, HasPolicyVersion: ts.HasPolicyVersion, AllowedCIDRs: p.AllowedCIDRs}, nil
 }
 
 // verifiedClaims returns the claims of a token whose signature and claims

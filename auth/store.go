@@ -15,6 +15,9 @@ type Principal struct {
 	Admin      bool
 	Disabled   bool
 	CreatedAt  time.Time
+	// AllowedCIDRs is the principal's network allowlist, canonical CIDR
+	// prefixes (see package netallow); empty allows any address.
+	AllowedCIDRs []string
 }
 
 // SigningKey is one of Floe's token signing keys.
@@ -52,7 +55,7 @@ type ClientKey struct {
 // a request presents it.
 type TokenState struct {
 	// Principal is the token's principal, with (at least) its ID, Name,
-	// ClientID, Admin and Disabled set.
+	// ClientID, Admin, Disabled and AllowedCIDRs set.
 	Principal Principal
 	// Revoked is set when the token's id was revoked.
 	Revoked bool
@@ -77,6 +80,9 @@ type Store interface {
 	ListPrincipals(ctx context.Context) ([]Principal, error)
 	// SetPrincipalDisabled enables or disables a principal by name; NotFound if absent.
 	SetPrincipalDisabled(ctx context.Context, name string, disabled bool) error
+	// SetPrincipalAllowedCIDRs replaces a principal's network allowlist
+	// (canonical entries; empty: any address); NotFound if absent.
+	SetPrincipalAllowedCIDRs(ctx context.Context, name string, cidrs []string) error
 	// SigningKeys returns all signing keys, newest first.
 	SigningKeys(ctx context.Context) ([]SigningKey, error)
 	// AddSigningKey stores a new signing key.

@@ -93,6 +93,8 @@ type Principal struct {
 	Admin       bool      `json:"admin"`
 	Disabled    bool      `json:"disabled"`
 	CreatedAt   time.Time `json:"created_at"`
+	// AllowedCIDRs is its network allowlist; empty allows any address.
+	AllowedCIDRs []string `json:"allowed_cidrs"`
 	// Roles is set when one principal is shown.
 	Roles []string `json:"roles,omitempty"`
 }
@@ -109,11 +111,19 @@ type PrincipalRequest struct {
 	Name   string   `json:"name"`
 	Admin  bool     `json:"admin,omitempty"`
 	Scopes []string `json:"scopes,omitempty"`
+	// AllowedCIDRs is its network allowlist (CIDR prefixes or addresses);
+	// empty allows any address.
+	AllowedCIDRs []string `json:"allowed_cidrs,omitempty"`
+}
+
+// AllowedCIDRsRequest is the body of PUT /principals/{name}/allowed-cidrs.
+type AllowedCIDRsRequest struct {
+	AllowedCIDRs []string `json:"allowed_cidrs"`
 }
 
 func principalJSON(p auth.Principal) Principal {
 	return Principal{Name: p.Name, PrincipalID: p.ID, ClientID: p.ClientID, Scopes: strs(p.Scopes), Admin: p.Admin,
-		Disabled: p.Disabled, CreatedAt: p.CreatedAt.UTC()}
+		Disabled: p.Disabled, CreatedAt: p.CreatedAt.UTC(), AllowedCIDRs: strs(p.AllowedCIDRs)}
 }
 
 const managingPrincipals = "managing principals"
@@ -167,9 +177,21 @@ func (h *Handler) createPrincipal(c *call) error {
 	}
 	c.resource = "principal:" + req.Name
 	c.note("name", req.Name, "admin", req.Admin, "scopes", req.Scopes)
+	if len(req.AllowedCIDRs) > 0 {
+		// Checked before the principal exists, so that a bad list creates nothing.
+		if _, err := auth.CanonicalCIDRs(req.AllowedCIDRs); err != nil {
+			return err
+		}
+	}
 	p, secret, err := reg.CreatePrincipal(c.ctx, req.Name, req.Scopes, req.Admin)
 	if err != nil {
 		return err
+	}
+	if len(req.AllowedCIDRs) > 0 {
+		if p.AllowedCIDRs, err = reg.SetPrincipalAllowedCIDRs(c.ctx, p.Name, req.AllowedCIDRs); err != nil {
+			return err
+		}
+		c.note("allowed_cidrs", p.AllowedCIDRs)
 	}
 	c.note("client_id", p.ClientID, "principal_id", p.ID, "scopes", p.Scopes)
 	c.w.Header().Set("Cache-Control", "no-store")
@@ -208,6 +230,32 @@ func (h *Handler) setDisabled(c *call, disabled bool) error {
 	if err := reg.SetPrincipalDisabled(c.ctx, name, disabled); err != nil {
 		return err
 	}
+	p, err := reg.PrincipalByName(c.ctx, name)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, principalJSON(p))
+}
+
+// setAllowedCIDRs replaces a principal's network allowlist: token
+// issuance, its bearer tokens, the storage credentials vended from now on
+// and its SQL logins are refused from other addresses.
+func (h *Handler) setAllowedCIDRs(c *call) error {
+	name := c.r.PathValue("name")
+	c.resource = "principal:" + name
+	reg, err := h.principalsFor(c)
+	if err != nil {
+		return err
+	}
+	var req AllowedCIDRsRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	cidrs, err := reg.SetPrincipalAllowedCIDRs(c.ctx, name, req.AllowedCIDRs)
+	if err != nil {
+		return err
+	}
+	c.note("allowed_cidrs", strs(cidrs))
 	p, err := reg.PrincipalByName(c.ctx, name)
 	if err != nil {
 		return err

@@ -56,6 +56,10 @@ type Principals interface {
 	PrincipalByName(ctx context.Context, name string) (auth.Principal, error)
 	// SetPrincipalDisabled disables or re-enables a principal, or NotFound.
 	SetPrincipalDisabled(ctx context.Context, name string, disabled bool) error
+	// SetPrincipalAllowedCIDRs replaces a principal's network allowlist
+	// (empty: any address) and returns it in canonical form; Invalid for a
+	// bad entry, NotFound for an unknown principal.
+	SetPrincipalAllowedCIDRs(ctx context.Context, name string, cidrs []string) ([]string, error)
 }
 
 // Options configures a Handler.
@@ -148,6 +152,7 @@ func (h *Handler) table() []route {
 		{"GET", p + "/principals/{name}", "", h.getPrincipal},
 		{"POST", p + "/principals/{name}/disable", "mgmt.principal.disable", h.disablePrincipal},
 		{"POST", p + "/principals/{name}/enable", "mgmt.principal.enable", h.enablePrincipal},
+		{"PUT", p + "/principals/{name}/allowed-cidrs", "mgmt.principal.allowed_cidrs", h.setAllowedCIDRs},
 		{"GET", p + "/roles", "", h.listRoles},
 		{"POST", p + "/roles", "mgmt.role.create", h.createRole},
 		{"GET", p + "/roles/{role}", "", h.getRole},

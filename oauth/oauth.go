@@ -196,6 +196,10 @@ func errIn(err error, unauthCode string) *Error {
 	case floe.Invalid:
 		e = oerr(http.StatusBadRequest, "invalid_request", floe.PublicMessage(err))
 	case floe.Forbidden:
+		if floe.EntityOf(err) == "network" { // the principal's allowlist
+			e = oerr(http.StatusForbidden, "access_denied", floe.PublicMessage(err))
+			break
+		}
 		e = oerr(http.StatusBadRequest, "invalid_scope", floe.PublicMessage(err))
 	case floe.Unavailable:
 		e = oerr(http.StatusServiceUnavailable, "temporarily_unavailable", floe.PublicMessage(err))

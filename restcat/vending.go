@@ -177,6 +177,7 @@ func session(ctx context.Context, id catalog.Ident, bucket, prefix string, write
 	}
 	if c, ok := auth.ClaimsFrom(ctx); ok {
 		s.Principal, s.PrincipalID, s.TokenID = c.Principal, c.PrincipalID, c.TokenID
+		s.AllowedCIDRs = c.AllowedCIDRs // the principal's allowlist travels with the credential
 	} else {
 		s.Principal = "anonymous"
 	}

@@ -47,6 +47,8 @@ type wireSession struct {
 	Grants      []wireGrant `json:"g"`
 	Expires     int64       `json:"e"` // Unix seconds
 	Epoch       int64       `json:"v,omitempty"`
+	// Networks is Session.AllowedCIDRs (allowlists; absent when empty).
+	Networks []string `json:"n,omitempty"`
 }
 
 type wireGrant struct {
@@ -57,7 +59,8 @@ type wireGrant struct {
 
 func toWire(s Session) wireSession {
 	w := wireSession{ID: s.ID, AccessKeyID: s.AccessKeyID, Principal: s.Principal, PrincipalID: s.PrincipalID,
-		TokenID: s.TokenID, Table: s.Table, Grants: make([]wireGrant, len(s.Grants)), Expires: s.Expires.Unix(), Epoch: s.Epoch}
+		TokenID: s.TokenID, Table: s.Table, Grants: make([]wireGrant, len(s.Grants)), Expires: s.Expires.Unix(), Epoch: s.Epoch,
+		Networks: s.AllowedCIDRs}
 	for i, g := range s.Grants {
 		w.Grants[i] = wireGrant(g)
 	}
@@ -66,7 +69,8 @@ func toWire(s Session) wireSession {
 
 func (w wireSession) session() Session {
 	s := Session{ID: w.ID, AccessKeyID: w.AccessKeyID, Principal: w.Principal, PrincipalID: w.PrincipalID,
-		TokenID: w.TokenID, Table: w.Table, Grants: make([]Grant, len(w.Grants)), Expires: time.Unix(w.Expires, 0).UTC(), Epoch: w.Epoch}
+		TokenID: w.TokenID, Table: w.Table, Grants: make([]Grant, len(w.Grants)), Expires: time.Unix(w.Expires, 0).UTC(), Epoch: w.Epoch,
+		AllowedCIDRs: w.Networks}
 	for i, g := range w.Grants {
 		s.Grants[i] = Grant(g)
 	}

@@ -139,6 +139,10 @@ type Session struct {
 	// refuses the credential. The embedded minter sets it from
 	// EmbeddedOptions.Epoch.
 	Epoch int64
+	// AllowedCIDRs is the principal's network allowlist (canonical CIDR
+	// prefixes) when the credential was minted; the S3 endpoint refuses
+	// the credential from any other client address. Empty: any address.
+	AllowedCIDRs []string
 }
 
 // Allows reports whether the session's grants allow an operation on key in

@@ -262,7 +262,7 @@ func (a *App) Start() error {
 				"; set public_url (FLOE_PUBLIC_URL) to the URL clients use")
 		}
 	}
-	a.srv = netlimit.New("catalog", a.handler, a.cfg.HTTP.netlimit(), a.log)
+	a.srv = netlimit.New("catalog", a.restGuard(a.handler), a.cfg.HTTP.netlimit(), a.log)
 	if err := a.listenS3(); err != nil {
 		_ = ln.Close()
 		return err

@@ -110,6 +110,10 @@ type Config struct {
 	// exchanged for Floe tokens (YAML only): issuer, jwks_url, audience and
 	// principal_claim (the claim naming the Floe principal, default sub).
 	TrustedIssuers []auth.TrustedIssuer `yaml:"trusted_issuers"`
+	// Network holds the CIDR allowlists of the listeners and the trusted
+	// proxies (rest_allow_cidrs, s3_allow_cidrs, sql_allow_cidrs,
+	// trusted_proxies; see Allowlists).
+	Network Allowlists `yaml:",inline"`
 	// AuthFailuresPerMinute is how many failed authentication attempts each
 	// client id and each client IP may make per minute at the token endpoint
 	// before being answered 429 (env FLOE_AUTH_FAILURES_PER_MINUTE, default
@@ -559,6 +563,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	if v := getenv("FLOE_MAINTENANCE_JOBS"); v != "" {
 		c.MaintenanceJobs = strings.Split(v, ",")
 	}
+	c.Network.loadEnv(getenv)
 	if v := getenv("FLOE_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -646,6 +651,9 @@ func (c *Config) Finish() error {
 		return err
 	}
 	if err := c.finishTLS(); err != nil {
+		return err
+	}
+	if err := c.Network.validate(); err != nil {
 		return err
 	}
 	if c.PublicURL != "" {

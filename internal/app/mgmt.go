@@ -58,3 +58,7 @@ func (p principalAdmin) PrincipalByName(ctx context.Context, name string) (auth.
 func (p principalAdmin) SetPrincipalDisabled(ctx context.Context, name string, disabled bool) error {
 	return p.store.SetPrincipalDisabled(ctx, name, disabled)
 }
+
+func (p principalAdmin) SetPrincipalAllowedCIDRs(ctx context.Context, name string, cidrs []string) ([]string, error) {
+	return p.auth.SetAllowedCIDRs(ctx, name, cidrs)
+}

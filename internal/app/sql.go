@@ -73,6 +73,7 @@ func (a *App) startSQL(ctx context.Context) error {
 		StartupTimeout:          cfg.SQLStartupTimeout,
 		LoginFailuresPerMinute:  max(0, cfg.SQLLoginFailuresPerMinute),
 		MaxStatementTimeout:     cfg.SQLMaxStatementTimeout,
+		CheckClient:             a.sqlCheckClient,
 	})
 	if err != nil {
 		return fmt.Errorf("sql endpoint: %w", err)
@@ -136,7 +137,8 @@ func (s sqlAuth) SCRAMVerifier(ctx context.Context, user string) (*pgwire.ScramV
 	if err != nil {
 		return nil, pgwire.Identity{}, false, fmt.Errorf("stored SQL password of %s: %w", user, err)
 	}
-	claims := auth.Claims{PrincipalID: p.ID, Principal: p.Name, ClientID: p.ClientID, Admin: p.Admin, Scopes: p.Scopes}
+	claims := auth.Claims{PrincipalID: p.ID, Principal: p.Name, ClientID: p.ClientID, Admin: p.Admin, Scopes: p.Scopes,
+		AllowedCIDRs: p.AllowedCIDRs}
 	id := sqlIdentity(claims)
 	id.Revoked = s.a.sessionRevoked("", p.Name, since)
 	return v, id, true, nil
@@ -159,5 +161,6 @@ func (s sqlAuth) Token(ctx context.Context, user, token string) (pgwire.Identity
 
 // sqlIdentity is the session identity of an authenticated principal.
 func sqlIdentity(claims auth.Claims) pgwire.Identity {
-	return pgwire.Identity{Principal: claims.Principal, Payload: engine.Caller{Subject: authz.SubjectOf(claims), Unrestricted: claims.Admin, ReadOnly: !claims.CanWriteCatalog(), TokenID: claims.TokenID}}
+	return pgwire.Identity{Principal: claims.Principal, Payload: engine.Caller{Subject: authz.SubjectOf(claims), Unrestricted: claims.Admin, ReadOnly: !claims.CanWriteCatalog(), TokenID: claims.TokenID},
+		AllowedCIDRs: claims.AllowedCIDRs}
 }

@@ -196,7 +196,7 @@ func (a *App) listenS3() error {
 	if a.vend != nil && a.vend.Endpoint == "" {
 		a.vend.Endpoint = a.S3URL()
 	}
-	a.s3srv = netlimit.New("s3", a.s3TLSHandler(a.s3), a.cfg.HTTP.netlimit(), a.log)
+	a.s3srv = netlimit.New("s3", a.s3Guard(a.s3TLSHandler(a.s3)), a.cfg.HTTP.netlimit(), a.log)
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/floe-lake/floe/audit"
+	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/internal/app"
 	"github.com/floe-lake/floe/internal/demo"
 )
@@ -127,6 +128,7 @@ credential once.`,
 	auditEvery := cmd.Flags().Duration("audit-export-interval", app.Defaults().AuditExportInterval, "how often the audit log is appended to the Iceberg table system.audit; 0 = off (env FLOE_AUDIT_EXPORT_INTERVAL)")
 	httpLimits := httpLimitFlags(cmd.Flags())
 	tlsSettings := tlsFlags(cmd.Flags())
+	allowlists := allowlistFlags(cmd.Flags())
 	auditKeep := cmd.Flags().Duration("audit-retention", app.Defaults().AuditRetention, "how long audit records stay in the store; older ones are pruned behind a signed checkpoint; 0 = forever (env FLOE_AUDIT_RETENTION)")
 	auditPruneEvery := cmd.Flags().Duration("audit-prune-interval", app.Defaults().AuditPruneInterval, "how often expired audit records are pruned (env FLOE_AUDIT_PRUNE_INTERVAL)")
 	auditSealEvery := cmd.Flags().Duration("audit-checkpoint-interval", app.Defaults().AuditCheckpointInterval, "how often a signed checkpoint of the audit chain's head is written into the warehouse; 0 = off (env FLOE_AUDIT_CHECKPOINT_INTERVAL)")
@@ -142,6 +144,7 @@ credential once.`,
 		}
 		httpLimits(&cfg)
 		tlsSettings(&cfg)
+		allowlists(&cfg)
 		if cmd.Flags().Changed("listen") {
 			cfg.Listen = *listen
 		}
@@ -309,15 +312,24 @@ func principalCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.C
 	cload := configFlags(create.Flags(), getenv)
 	scopes := create.Flags().StringSlice("scope", nil, "scopes the principal may request (default: catalog)")
 	admin := create.Flags().Bool("admin", false, "make the principal an administrator")
+	allowCIDRs := create.Flags().StringSlice("allowed-cidrs", nil, "network allowlist of the principal, CIDR prefixes or addresses (default: any address)")
 	create.RunE = func(c *cobra.Command, args []string) error {
 		a, err := open(c, cload)
 		if err != nil {
 			return err
 		}
 		defer a.Close(context.Background())
+		if _, err := auth.CanonicalCIDRs(*allowCIDRs); err != nil {
+			return err
+		}
 		p, secret, err := a.Auth().CreatePrincipal(c.Context(), args[0], *scopes, *admin, "", "")
 		if err != nil {
 			return err
+		}
+		if len(*allowCIDRs) > 0 {
+			if _, err := a.Auth().SetAllowedCIDRs(c.Context(), p.Name, *allowCIDRs); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(stdout, "client_id:     %s\nclient_secret: %s\ncredential:    %s:%s\n", p.ClientID, secret, p.ClientID, secret)
 		return nil
@@ -336,9 +348,13 @@ func principalCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.C
 			return err
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tCLIENT ID\tSCOPES\tADMIN\tDISABLED\tCREATED")
+		fmt.Fprintln(tw, "NAME\tCLIENT ID\tSCOPES\tADMIN\tDISABLED\tCREATED\tALLOWED CIDRS")
 		for _, p := range ps {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\t%s\n", p.Name, p.ClientID, strings.Join(p.Scopes, " "), p.Admin, p.Disabled, p.CreatedAt.Format(time.RFC3339))
+			cidrs := strings.Join(p.AllowedCIDRs, " ")
+			if cidrs == "" {
+				cidrs = "any"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%v\t%s\t%s\n", p.Name, p.ClientID, strings.Join(p.Scopes, " "), p.Admin, p.Disabled, p.CreatedAt.Format(time.RFC3339), cidrs)
 		}
 		return tw.Flush()
 	}
@@ -359,6 +375,7 @@ func principalCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.C
 	cmd.AddCommand(create, list, setDisabled("disable", "Disable a principal: its tokens stop working at once", true),
 		setDisabled("enable", "Re-enable a disabled principal", false))
 	cmd.AddCommand(principalKeyCmds(stdout, open, getenv)...)
+	cmd.AddCommand(principalAllowCmd(stdout, open, getenv))
 	cmd.AddCommand(principalPasswordCmds(stdout, stderr, getenv)...)
 	return cmd
 }

@@ -94,3 +94,36 @@ func TestPrincipalKeyCommands(t *testing.T) {
 	}
 	_ = a.Close(context.Background())
 }
+
+// TestPrincipalAllowCommand: `floe principal create --allowed-cidrs` and
+// `floe principal allow` set the allowlist in canonical form, list shows
+// it, a bad entry is refused and no CIDR clears it.
+func TestPrincipalAllowCommand(t *testing.T) {
+	dir := t.TempDir()
+	data := []string{"--data-dir", dir, "--log-level", "error"}
+	if _, err := run(t, append([]string{"principal", "create", "etl", "--allowed-cidrs", "10.1.2.3/8,192.0.2.7"}, data...)...); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, append([]string{"principal", "list"}, data...)...)
+	if err != nil || !strings.Contains(out, "10.0.0.0/8 192.0.2.7/32") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	out, err = run(t, append([]string{"principal", "allow", "etl", "2001:db8::/32"}, data...)...)
+	if err != nil || out != "etl: 2001:db8::/32\n" {
+		t.Fatalf("allow: %v %q", err, out)
+	}
+	if _, err := run(t, append([]string{"principal", "allow", "etl", "10.0.0.0/33"}, data...)...); err == nil || !strings.Contains(err.Error(), "10.0.0.0/33") {
+		t.Fatalf("bad entry: %v", err)
+	}
+	if _, err := run(t, append([]string{"principal", "create", "bad", "--allowed-cidrs", "nope"}, data...)...); err == nil {
+		t.Fatal("create with a bad list succeeded")
+	}
+	out, err = run(t, append([]string{"principal", "allow", "etl"}, data...)...)
+	if err != nil || out != "etl: any address\n" {
+		t.Fatalf("clear: %v %q", err, out)
+	}
+	out, _ = run(t, append([]string{"principal", "list"}, data...)...)
+	if strings.Contains(out, "bad") || strings.Contains(out, "2001:db8") {
+		t.Fatalf("list after clear:\n%s", out)
+	}
+}

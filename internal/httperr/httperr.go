@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/netallow"
 )
 
 // ErrorModel is the Iceberg REST error body, sent as {"error": ErrorModel}.
@@ -110,10 +111,14 @@ func Bearer(r *http.Request) (string, bool) {
 	return "", false
 }
 
-// ClientAddr is the host part of the peer address, as audit events record
-// it. Forwarded headers are not trusted: behind a proxy every request comes
-// from the proxy's address.
+// ClientAddr is the client address as audit events record it: the one the
+// listener resolved (X-Forwarded-For is believed only from a configured
+// trusted proxy; see package netallow), else the host part of the peer
+// address.
 func ClientAddr(r *http.Request) string {
+	if a, ok := netallow.ClientFrom(r.Context()); ok && a.IsValid() {
+		return a.String()
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/netallow"
 	"github.com/floe-lake/floe/sigv4"
 	"github.com/floe-lake/floe/vend"
 )
@@ -67,8 +69,29 @@ func (s *Server) authenticate(q *request) error {
 	if q.body == nil {
 		q.body = r.Body
 	}
+	// The principal's allowlist travels with the credential.
+	if len(sess.AllowedCIDRs) > 0 {
+		if a := clientAddr(r); !netallow.ContainsAny(sess.AllowedCIDRs, a) {
+			return fromKind(netallow.DeniedPrincipal(a, sess.Principal))
+		}
+	}
 	return nil
 }
+
+// clientAddr is the client address the listener resolved (behind trusted
+// proxies), or the peer's address when no listener guard ran.
+func clientAddr(r *http.Request) netip.Addr {
+	if a, ok := netallow.ClientFrom(r.Context()); ok {
+		return a
+	}
+	return netallow.AddrOf(stringAddr(r.RemoteAddr))
+}
+
+// stringAddr is a net.Addr of a "host:port" string.
+type stringAddr string
+
+func (a stringAddr) Network() string { return "tcp" }
+func (a stringAddr) String() string  { return string(a) }
 
 // unauthenticatedBody returns the payload of a request on a server without
 // auth. Signatures are not checked, but an aws-chunked body must still be

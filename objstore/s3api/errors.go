@@ -168,3 +168,14 @@ func fromKind(err error) *apiError {
 	}
 	return &apiError{Code: code, Message: msg, Status: statusForCode(code), Err: err}
 }
+
+// WriteError sends err as an S3 XML error for a request refused before it
+// reached the server's handler (a listener's allowlist, see
+// netallow.Guard): a floe.Forbidden error is AccessDenied with its public
+// message.
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	q := &request{w: &responseWriter{ResponseWriter: w}, r: r, id: newRequestID(), op: "Unknown", bodyLen: -1}
+	w.Header().Set("x-amz-request-id", q.id)
+	w.Header().Set("Server", "Floe")
+	s.writeError(q, err)
+}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/netallow"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -400,6 +401,13 @@ func (c *conn) login(ctx context.Context, minor uint32, body []byte) error {
 		return err
 	}
 	opts := c.srv.opts
+	client := netallow.AddrOf(c.nc().RemoteAddr())
+	if opts.CheckClient != nil {
+		if err := opts.CheckClient(ctx, client); err != nil {
+			return fatal(CodeInvalidAuthorization, floe.PublicMessage(err))
+		}
+	}
+	ctx = netallow.WithClient(ctx, client)
 	if opts.RequireTLS && !c.tls {
 		return fatal(CodeInvalidAuthorization, "connection requires TLS (sslmode=require)")
 	}
@@ -491,6 +499,11 @@ func (c *conn) login(ctx context.Context, minor uint32, body []byte) error {
 		}
 		return err
 	}
+	// The principal's allowlist, checked only once its password or token
+	// proved who it is (an outsider learns nothing about other users).
+	if !netallow.ContainsAny(id.AllowedCIDRs, client) {
+		return fatal(CodeInvalidAuthorization, floe.PublicMessage(netallow.DeniedPrincipal(client, id.Principal)))
+	}
 	// Only an authenticated client takes a session slot: clients stalled
 	// at the password prompt wait in the listener's gate instead.
 	admitted, err := c.srv.admit(c, keyLen)
@@ -574,6 +587,9 @@ func (c *conn) authenticate(ctx context.Context, user string) (Identity, error) 
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrBadCredentials):
+		case floe.KindOf(err) == floe.Forbidden && floe.EntityOf(err) == "network":
+			// A valid token used from outside its principal's allowlist.
+			return Identity{}, fatal(CodeInvalidAuthorization, floe.PublicMessage(err))
 		case floe.KindOf(err) == floe.Unauthenticated || floe.KindOf(err) == floe.Forbidden || floe.KindOf(err) == floe.NotFound:
 		case ctx.Err() != nil: // evicted, timed out or shutting down
 			return Identity{}, err

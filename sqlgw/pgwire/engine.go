@@ -116,6 +116,10 @@ type Identity struct {
 	// 28000 carrying the error's public message. It runs per statement: it
 	// must be cheap (revoke.List answers from memory).
 	Revoked func() error
+	// AllowedCIDRs is the principal's network allowlist (canonical CIDR
+	// prefixes); pgwire refuses the login from any other address with
+	// SQLSTATE 28000 once the password checked out. Empty: any address.
+	AllowedCIDRs []string
 }
 
 // Authentication methods recorded in Identity.Method.

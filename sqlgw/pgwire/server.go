@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,6 +87,11 @@ type Options struct {
 	// ServerVersion is reported as server_version (default
 	// DefaultServerVersion); clients parse its leading number.
 	ServerVersion string
+	// CheckClient, when set, decides whether the client at addr (the TCP
+	// peer) may log in, before any password is asked for: an error refuses
+	// the connection with SQLSTATE 28000 and the error's public message
+	// (a listener's allowlist; see package netallow).
+	CheckClient func(ctx context.Context, addr netip.Addr) error
 }
 
 // Server serves the PostgreSQL protocol on listeners. It is safe for

@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/revoke"
 )
 
-const principalColumns = "id, name, client_id, secret_hash, scopes, admin, disabled, created_at"
+const principalColumns = "id, name, client_id, secret_hash, scopes, admin, disabled, created_at, allowed_cidrs"
 
 // CreatePrincipal adds p: Invalid if its id, name or client id is empty,
 // AlreadyExists (entity "principal") if one of them is taken. A zero
@@ -38,9 +39,10 @@ func (s *Store) CreatePrincipal(ctx context.Context, p auth.Principal) error {
 		p.CreatedAt = s.now()
 	}
 	return s.write(ctx, "create principal", func(c conn) error {
-		n, err := c.exec(ctx, `INSERT INTO principals (`+principalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		n, err := c.exec(ctx, `INSERT INTO principals (`+principalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING`,
-			p.ID, p.Name, p.ClientID, p.SecretHash, string(js), p.Admin, p.Disabled, s.d.timeArg(p.CreatedAt))
+			p.ID, p.Name, p.ClientID, p.SecretHash, string(js), p.Admin, p.Disabled, s.d.timeArg(p.CreatedAt),
+			strings.Join(p.AllowedCIDRs, ","))
 		if err != nil || n == 1 {
 			return err
 		}
@@ -99,11 +101,12 @@ func scanPrincipal(scan func(...any) error) (auth.Principal, error) {
 // scanPrincipalWith scans the principal columns followed by extra columns.
 func scanPrincipalWith(scan func(...any) error, extra ...any) (auth.Principal, error) {
 	var p auth.Principal
-	var scopes string
+	var scopes, cidrs string
 	var at dbTime
-	if err := scan(append([]any{&p.ID, &p.Name, &p.ClientID, &p.SecretHash, &scopes, &p.Admin, &p.Disabled, &at}, extra...)...); err != nil {
+	if err := scan(append([]any{&p.ID, &p.Name, &p.ClientID, &p.SecretHash, &scopes, &p.Admin, &p.Disabled, &at, &cidrs}, extra...)...); err != nil {
 		return auth.Principal{}, err
 	}
+	p.AllowedCIDRs = splitCIDRs(cidrs)
 	if err := json.Unmarshal([]byte(scopes), &p.Scopes); err != nil {
 		return auth.Principal{}, fmt.Errorf("decode scopes of principal %s: %w", p.Name, err)
 	}
@@ -161,6 +164,30 @@ func (s *Store) SetPrincipalDisabled(ctx context.Context, name string, disabled 
 			s.d.timeArg(s.now().Add(revocationTTL)), string(revoke.Disabled), name)
 		return err
 	})
+}
+
+// SetPrincipalAllowedCIDRs replaces the network allowlist of the principal
+// named name (nil or empty: any address); NotFound if absent. The entries
+// are stored as given: callers pass canonical CIDR prefixes.
+func (s *Store) SetPrincipalAllowedCIDRs(ctx context.Context, name string, cidrs []string) error {
+	return s.write(ctx, "set principal allowed cidrs", func(c conn) error {
+		n, err := c.exec(ctx, "UPDATE principals SET allowed_cidrs = ? WHERE name = ?", strings.Join(cidrs, ","), name)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return floe.E(floe.NotFound, "principal", "Principal does not exist: %s", name)
+		}
+		return nil
+	})
+}
+
+// splitCIDRs is the stored allowlist as a slice (nil when empty).
+func splitCIDRs(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // keepAnAdmin refuses, within a write, a change that takes the principal

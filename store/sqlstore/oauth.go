@@ -180,10 +180,12 @@ func (s *Store) maybeSweepTable(ctx context.Context, last *atomic.Int64, table s
 func (s *Store) TokenState(ctx context.Context, clientID, jti string) (auth.TokenState, error) {
 	var ts auth.TokenState
 	p := &ts.Principal
-	err := s.read().queryRow(ctx, "SELECT id, name, client_id, admin, disabled"+
+	var cidrs string
+	err := s.read().queryRow(ctx, "SELECT id, name, client_id, admin, disabled, allowed_cidrs"+
 		", EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = ?), (SELECT version FROM authz_version WHERE id = 1)"+
 		" FROM principals WHERE client_id = ?", jti, clientID).
-		Scan(&p.ID, &p.Name, &p.ClientID, &p.Admin, &p.Disabled, &ts.Revoked, &ts.PolicyVersion)
+		Scan(&p.ID, &p.Name, &p.ClientID, &p.Admin, &p.Disabled, &cidrs, &ts.Revoked, &ts.PolicyVersion)
+	p.AllowedCIDRs = splitCIDRs(cidrs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return auth.TokenState{}, floe.E(floe.NotFound, "principal", "Principal does not exist for client id: %s", clientID)
 	}

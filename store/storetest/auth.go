@@ -13,7 +13,8 @@ import (
 
 func principalEqual(a, b auth.Principal) bool {
 	return a.ID == b.ID && a.Name == b.Name && a.ClientID == b.ClientID && a.SecretHash == b.SecretHash &&
-		slices.Equal(a.Scopes, b.Scopes) && a.Admin == b.Admin && a.Disabled == b.Disabled && a.CreatedAt.Equal(b.CreatedAt)
+		slices.Equal(a.Scopes, b.Scopes) && a.Admin == b.Admin && a.Disabled == b.Disabled && a.CreatedAt.Equal(b.CreatedAt) &&
+		slices.Equal(a.AllowedCIDRs, b.AllowedCIDRs)
 }
 
 func testPrincipals(t *testing.T, e *env) {

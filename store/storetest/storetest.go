@@ -55,6 +55,7 @@ func Run(t *testing.T, open Opener) {
 		{"Tombstones", testTombstones},
 		{"Principals", testPrincipals},
 		{"PrincipalPasswords", testPrincipalPasswords},
+		{"PrincipalAllowedCIDRs", testPrincipalAllowedCIDRs},
 		{"SigningKeys", testSigningKeys},
 		{"DeleteSigningKey", testDeleteSigningKey},
 		{"ClientKeys", testClientKeys},
