@@ -149,6 +149,9 @@ func (s *STS) Mint(ctx context.Context, sess Session, ttl time.Duration) (Creden
 	if err != nil {
 		return Credentials{}, Session{}, err
 	}
+	if policy, err = withNetworkDeny(policy, sess.AllowedCIDRs); err != nil {
+		return Credentials{}, Session{}, err
+	}
 	ttl = ClampTTL(ttl)
 	in := &sts.AssumeRoleInput{
 		RoleArn:         aws.String(s.roleARN),
