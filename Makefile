@@ -3,10 +3,8 @@
 #   make build   build bin/floe
 #   make test    the whole suite: gofmt, go vet, staticcheck, go test -race, then the PyIceberg
 #                and Spark interop suites against bin/floe (in .venv and
-#                .venv-spark, made on first use)
-#   make soak    the 10-minute memory soak (FLOE_SOAK_SECONDS, default 600);
-#                not yet part of make test: it fails (RSS 1.38x, see
-#                docs/benchmarks.md, issue 14)
+#                .venv-spark, made on first use), then the 10-minute soak
+#   make soak    the memory soak alone (FLOE_SOAK_SECONDS, default 600)
 #   make run     run Floe locally with the CRM demo dataset
 #
 # Needs Go, Python 3.11+ (with venv), Java 17 with Maven (for the Iceberg
@@ -35,6 +33,7 @@ test: lint
 	$(GO) test -race -count=1 -timeout 30m ./...
 	@$(MAKE) --no-print-directory interop
 	@$(MAKE) --no-print-directory interop-spark
+	@$(MAKE) --no-print-directory soak
 
 vet:
 	$(GO) vet ./...
@@ -73,7 +72,7 @@ interop-spark: build
 # flat (issue 14).
 FLOE_SOAK_SECONDS ?= 600
 soak: build $(VENV)/.requirements-installed
-	FLOE_BIN=$(FLOE_BIN) FLOE_SOAK_SECONDS=$(FLOE_SOAK_SECONDS) $(VENV)/bin/python -m pytest -q -p no:cacheprovider -c tests/soak/pytest.ini tests/soak
+	FLOE_BIN=$(FLOE_BIN) FLOE_SOAK_SECONDS=$(FLOE_SOAK_SECONDS) $(VENV)/bin/python -m pytest -q -s -p no:cacheprovider -c tests/soak/pytest.ini tests/soak
 
 run:
 	$(GO) run ./cmd/floe serve --demo
