@@ -90,6 +90,8 @@ type Options struct {
 	// Signer signs the checkpoints pruning writes and verifies them. A Log
 	// without one cannot prune, nor verify a pruned log.
 	Signer Signer
+	// Tail, if set, is given every record once it is stored.
+	Tail *Tail
 }
 
 // Log appends to and verifies the chain in a Store.
@@ -98,6 +100,7 @@ type Log struct {
 	now    func() time.Time
 	log    *slog.Logger
 	signer Signer
+	tail   *Tail
 }
 
 // New returns a Log over store.
@@ -108,7 +111,7 @@ func New(store Store, opts Options) *Log {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Log{store: store, now: opts.Now, log: opts.Logger, signer: opts.Signer}
+	return &Log{store: store, now: opts.Now, log: opts.Logger, signer: opts.Signer, tail: opts.Tail}
 }
 
 // Append records e at the end of the chain and returns the stored record.
@@ -125,6 +128,9 @@ func (l *Log) Append(ctx context.Context, e Event) (Record, error) {
 	if err != nil {
 		l.log.ErrorContext(ctx, "audit: append failed", "action", e.Action, "request_id", e.RequestID, "err", err)
 		return Record{}, fmt.Errorf("audit: append %s: %w", e.Action, err)
+	}
+	if l.tail != nil {
+		l.tail.Add([]Record{out})
 	}
 	return out, nil
 }
@@ -148,6 +154,9 @@ func (l *Log) AppendBatch(ctx context.Context, events []Event) error {
 	if err != nil {
 		l.log.ErrorContext(ctx, "audit: batch append failed", "events", len(events), "err", err)
 		return fmt.Errorf("audit: append %d events: %w", len(events), err)
+	}
+	if l.tail != nil {
+		l.tail.Add(rs)
 	}
 	return nil
 }

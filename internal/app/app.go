@@ -47,10 +47,12 @@ type App struct {
 	cat           *catalog.Catalog
 	auth          *auth.Service
 	audit         *audit.Log
-	authz         *authz.Authorizer
-	oauth         *oauth.Handler
-	rest          *restcat.Handler
-	maint         *maint.Scheduler // nil when maintenance is off
+	// auditTail holds the records this node last stored, for the export.
+	auditTail *audit.Tail
+	authz     *authz.Authorizer
+	oauth     *oauth.Handler
+	rest      *restcat.Handler
+	maint     *maint.Scheduler // nil when maintenance is off
 	// maintainer runs maintenance on demand (see maint.go).
 	maintainer *maint.Maintainer
 	// auditExport appends the audit log to system.audit (nil when off; see auditexport.go).
@@ -131,7 +133,10 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	// Audit checkpoints (retention) are signed with the token-signing key.
-	a.audit = audit.New(a.store, audit.Options{Logger: a.log, Signer: a.auth})
+	// The export to system.audit reads the records this node just stored
+	// from memory, and starts early once a batch's worth is waiting.
+	a.auditTail = audit.NewTail(a.store, 0, 0, auditTailWake)
+	a.audit = audit.New(a.store, audit.Options{Logger: a.log, Signer: a.auth, Tail: a.auditTail})
 	a.events = audit.NewAsync(a.audit, audit.AsyncOptions{Logger: a.log})
 	if err := a.openRevocations(ctx); err != nil {
 		return err

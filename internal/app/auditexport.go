@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"github.com/floe-lake/floe/audit"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -38,11 +39,17 @@ func (a *App) newAuditExporter(ctx context.Context) (*auditExporter, error) {
 		return nil, err
 	}
 	lk := lake.New(a.cat, fsys, lake.Options{Logger: a.log})
-	return auditexport.New(a.store, a.cat, lk, auditexport.Options{
+	var src auditexport.Source = a.store
+	var wake <-chan struct{}
+	if a.auditTail != nil {
+		src, wake = a.auditTail, a.auditTail.Ready()
+	}
+	return auditexport.New(src, a.cat, lk, auditexport.Options{
 		Warehouse: a.cfg.Warehouse,
 		Interval:  a.cfg.AuditExportInterval,
 		Leases:    a.store,
 		Logger:    a.log,
+		Wake:      wake,
 	}), nil
 }
 
@@ -81,3 +88,11 @@ func (a *App) ExportAudit(ctx context.Context) (auditexport.Result, error) {
 	}
 	return e.Export(ctx)
 }
+
+// auditTailWake is how many stored records wake the export before its
+// interval: one full commit's worth.
+const auditTailWake = auditexport.DefaultBatchSize
+
+// AuditTail returns the in-memory tail of the audit log the export reads
+// (the records this node stored last).
+func (a *App) AuditTail() *audit.Tail { return a.auditTail }

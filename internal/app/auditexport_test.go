@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"reflect"
 	"net/url"
 	"strings"
 	"testing"
@@ -216,5 +217,54 @@ func TestExportAuditOnDemand(t *testing.T) {
 	}
 	if res.Records == 0 || res.LastSeq != head || res.Commits != 1 {
 		t.Fatalf("ExportAudit = %+v, head %d", res, head)
+	}
+}
+
+// TestAuditTailMatchesStore: the records the export takes from memory are
+// the ones the store holds, field for field (times at the store's
+// precision, details byte for byte), and the tail answers without the
+// store for records this node stored.
+func TestAuditTailMatchesStore(t *testing.T) {
+	f := testkit.Start(t)
+	ctx := context.Background()
+	f.CreateTable(t, "tail", "t")
+	for range 50 {
+		if r := f.Do(t, "GET", f.P("/namespaces/tail/tables/t"), nil); r.Status != 200 {
+			t.Fatalf("load: %d", r.Status)
+		}
+	}
+	f.Do(t, "GET", f.P("/namespaces/tail/tables/missing"), nil) // a failure too
+	deadline := time.Now().Add(10 * time.Second)
+	var stored []audit.Record
+	for {
+		var err error
+		if stored, err = f.App.Store().AuditRecords(ctx, 0, 10_000); err != nil {
+			t.Fatal(err)
+		}
+		if len(stored) >= 52 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	held, _ := f.App.AuditTail().Len()
+	if held < 52 {
+		t.Fatalf("the tail holds %d records, the store %d", held, len(stored))
+	}
+	got, err := f.App.AuditTail().AuditRecords(ctx, 0, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < len(stored) {
+		t.Fatalf("tail answered %d records, store %d", len(got), len(stored))
+	}
+	for i, s := range stored {
+		g := got[i]
+		if !g.Time.Equal(s.Time) || string(g.Detail) != string(s.Detail) {
+			t.Fatalf("record %d: tail %v %s, store %v %s", s.Seq, g.Time, g.Detail, s.Time, s.Detail)
+		}
+		g.Time, s.Time, g.Detail, s.Detail = time.Time{}, time.Time{}, nil, nil
+		if !reflect.DeepEqual(g, s) {
+			t.Fatalf("record %d differs:\n tail  %+v\n store %+v", i, g, s)
+		}
 	}
 }

@@ -121,6 +121,9 @@ type Options struct {
 	Compact CompactOptions
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Wake, if set, starts a background export before the interval has
+	// passed (audit.Tail.Ready: enough records for a batch are waiting).
+	Wake <-chan struct{}
 }
 
 // CompactOptions bounds the incremental compaction. Zero values mean the
@@ -187,6 +190,7 @@ type Exporter struct {
 	log      *slog.Logger
 	copts    CompactOptions
 	now      func() time.Time
+	wake     <-chan struct{}
 
 	mu      sync.Mutex // serializes Export calls of this node
 	stop    context.CancelFunc
@@ -221,7 +225,8 @@ func New(src Source, cat Catalog, lk *lake.Lake, o Options) *Exporter {
 		o.Node = fmt.Sprintf("%s-%08x", host, rand.Uint32())
 	}
 	return &Exporter{src: src, cat: cat, lk: lk, wh: o.Warehouse, interval: o.Interval, batch: o.BatchSize,
-		bytes: o.BatchBytes, copts: o.Compact.withDefaults(), now: o.Now, leases: o.Leases, node: o.Node, log: o.Logger}
+		bytes: o.BatchBytes, copts: o.Compact.withDefaults(), now: o.Now, leases: o.Leases, node: o.Node, log: o.Logger,
+		wake: o.Wake}
 }
 
 // Start exports every interval in the background until Close.
@@ -260,6 +265,8 @@ func (e *Exporter) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-e.wake: // nil: never
+			t.Reset(e.interval)
 		}
 		res, err := e.exportLeased(ctx)
 		switch {
