@@ -16,8 +16,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,6 +118,65 @@ func copySQLite(t *testing.T, path string) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// pgDumpCopy copies the PostgreSQL store at dsn (a schema, named by its
+// search_path) the way a backup does, with pg_dump, restores the dump with
+// psql into a new database on the same server, as an attacker holding the
+// backup would, and returns a DSN of the restored copy.
+func pgDumpCopy(t *testing.T, dsn string) string {
+	t.Helper()
+	for _, tool := range []string{"pg_dump", "psql"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed to copy the PostgreSQL store as a backup would (Debian: postgresql-client): %v", tool, err)
+		}
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	schema := q.Get("search_path")
+	q.Del("search_path")
+	u.RawQuery = q.Encode()
+	server := u.String()
+	dump := filepath.Join(t.TempDir(), "store.sql")
+	if out, err := exec.Command("pg_dump", "--no-owner", "--no-privileges", "--schema", schema, "--file", dump, "--dbname", server).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dump: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("signing_keys")) || !bytes.Contains(b, []byte("vend_keys")) {
+		t.Fatalf("the dump (%d bytes) holds no key tables", len(b))
+	}
+	if bytes.Contains(b, []byte("PRIVATE KEY")) {
+		t.Errorf("the pg_dump of the store holds a plaintext PEM private key")
+	}
+	admin, err := sql.Open("pgx", server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	copyDB := "floe_stolen_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	if _, err := admin.Exec("CREATE DATABASE " + copyDB); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec("DROP DATABASE IF EXISTS " + copyDB + " WITH (FORCE)"); err != nil {
+			t.Errorf("drop %s: %v", copyDB, err)
+		}
+	})
+	cu := *u
+	cu.Path = "/" + copyDB
+	if out, err := exec.Command("psql", "--quiet", "--set", "ON_ERROR_STOP=1", "--file", dump, cu.String()).CombinedOutput(); err != nil {
+		t.Fatalf("psql restore of the dump: %v\n%s", err, out)
+	}
+	cq := cu.Query()
+	cq.Set("search_path", schema)
+	cu.RawQuery = cq.Encode()
+	return cu.String()
 }
 
 // usableSigningKey parses a stored blob the way Floe's own code stored it
@@ -221,7 +283,7 @@ func TestStoreCopyCannotSignOrMint(t *testing.T) {
 				db = copySQLite(t, f.App.Config().Store)
 			} else {
 				var err error
-				if db, err = sql.Open("pgx", dsn); err != nil {
+				if db, err = sql.Open("pgx", pgDumpCopy(t, dsn)); err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { db.Close() })
