@@ -230,28 +230,7 @@ const verifyAttempts = 3
 // the log was pruned, the walk starts from the newest checkpoint: its
 // signature must verify and the first kept record must link to it.
 func (l *Log) VerifyChain(ctx context.Context) (VerifyResult, error) {
-	for attempt := 1; ; attempt++ {
-		res, sc, err := l.verify(ctx)
-		if err == nil || !errors.Is(err, ErrTampered) || attempt >= verifyAttempts {
-			return res, err
-		}
-		// A prune may have cut the chain while the walk ran: then the
-		// checkpoint moved, and the walk starts again from it.
-		cs, ok := l.store.(Checkpoints)
-		if !ok {
-			return res, err
-		}
-		now, has, cerr := cs.AuditCheckpoint(ctx)
-		if cerr != nil || !has || now.Seq == sc.Seq {
-			return res, err
-		}
-	}
-}
-
-// verify is one walk of VerifyChain; it returns the checkpoint it started
-// from (zero when none).
-func (l *Log) verify(ctx context.Context) (VerifyResult, SignedCheckpoint, error) {
-	return l.walk(ctx, nil, nil)
+	return l.verifyWith(ctx, nil, nil)
 }
 
 // verifyWith is VerifyChain with hooks: onStart is called with the seq the
@@ -264,6 +243,8 @@ func (l *Log) verifyWith(ctx context.Context, onStart func(from int64), onRecord
 		if err == nil || !errors.Is(err, ErrTampered) || attempt >= verifyAttempts {
 			return res, err
 		}
+		// A prune may have cut the chain while the walk ran: then the
+		// checkpoint moved, and the walk starts again from it.
 		cs, ok := l.store.(Checkpoints)
 		if !ok {
 			return res, err
