@@ -1,19 +1,15 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/floe-lake/floe/internal/app"
 	"github.com/floe-lake/floe/internal/testkit"
-	"github.com/floe-lake/floe/sigv4"
 )
 
 // allowlisted configures every listener with a 256-entry allowlist that
@@ -70,34 +66,9 @@ func BenchmarkS3GetSmallAllowlisted(b *testing.B) {
 	if _, err := f.App.Auth().SetAllowedCIDRs(context.Background(), "admin", mine); err != nil {
 		b.Fatal(err)
 	}
-	tbl := f.CreateTable(b, "s3small", "t")
-	r := f.Do(b, "GET", f.P("/namespaces/s3small/tables/t"), nil, "X-Iceberg-Access-Delegation", "vended-credentials")
-	r.JSON(b, &tbl)
-	cfg := tbl.Config
-	creds := sigv4.Credentials{AccessKeyID: cfg["s3.access-key-id"], SecretAccessKey: cfg["s3.secret-access-key"], SessionToken: cfg["s3.session-token"]}
-	c := client(16)
-	const objects = 16
-	urls := make([]string, objects)
-	for i := range objects {
-		key := fmt.Sprintf("%s/data/small-%d.bin", strings.TrimPrefix(tbl.Metadata.Location, "s3://"), i)
-		sign := func(method string) string {
-			req, _ := http.NewRequest(method, f.App.S3URL()+"/"+key, nil)
-			u, err := sigv4.Presign(req, creds, cfg["client.region"], "s3", time.Now(), time.Hour, sigv4.SignOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			return u
-		}
-		req, _ := http.NewRequest("PUT", sign("PUT"), bytes.NewReader(bytes.Repeat([]byte{byte(i)}, 4<<10)))
-		resp, err := c.Do(req)
-		if err != nil || resp.StatusCode != 200 {
-			b.Fatalf("PUT %s: %v %v", key, resp, err)
-		}
-		_ = resp.Body.Close()
-		urls[i] = sign("GET")
-	}
+	c, urls := smallObjects(b, f)
 	run(b, 16, func(w, i int) error {
-		req, _ := http.NewRequest("GET", urls[i%objects], nil)
+		req, _ := http.NewRequest("GET", urls[i%len(urls)], nil)
 		req.Header.Set("X-Forwarded-For", "10.200.3.4")
 		resp, err := c.Do(req)
 		if err != nil {
