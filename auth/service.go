@@ -78,6 +78,13 @@ type Claims struct {
 	// for that request.
 	PolicyVersion    int64
 	HasPolicyVersion bool
+	// RevocationVersion is the revocation version (package revoke) read
+	// from the store together with the token's state, before the request
+	// is authorized, when HasRevocationVersion is set: credentials vended
+	// for the request are minted under it, so that a revocation committed
+	// after it refuses them and one committed before it does not.
+	RevocationVersion    int64
+	HasRevocationVersion bool
 	// AllowedCIDRs is the principal's network allowlist as the store has
 	// it now (empty: any address); vended credentials carry it.
 	AllowedCIDRs []string
@@ -384,7 +391,8 @@ func (s *Service) Verify(ctx context.Context, raw string) (Claims, error) {
 	}
 	return Claims{PrincipalID: p.ID, Principal: p.Name, ClientID: p.ClientID, Admin: p.Admin,
 		Scopes: strings.Fields(c.Scope), ExpiresAt: c.ExpiresAt.Time, TokenID: c.ID,
-		PolicyVersion: ts.PolicyVersion, HasPolicyVersion: ts.HasPolicyVersion, AllowedCIDRs: p.AllowedCIDRs}, nil
+		PolicyVersion: ts.PolicyVersion, HasPolicyVersion: ts.HasPolicyVersion,
+		RevocationVersion: ts.RevocationVersion, HasRevocationVersion: ts.HasRevocationVersion, AllowedCIDRs: p.AllowedCIDRs}, nil
 }
 
 // verifiedClaims returns the claims of a token whose signature and claims

@@ -65,6 +65,10 @@ type TokenState struct {
 	// not cost a second read of it.
 	PolicyVersion    int64
 	HasPolicyVersion bool
+	// RevocationVersion is the revocation version (package revoke) read in
+	// the same query, when HasRevocationVersion is set.
+	RevocationVersion    int64
+	HasRevocationVersion bool
 }
 
 // Store persists principals, keys, used assertion ids and revoked tokens.

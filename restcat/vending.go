@@ -57,6 +57,7 @@ type Vending struct {
 type credKey struct {
 	use                string // "vend" or "sign"
 	tokenID, principal string
+	table              string // the session's table: a renamed table gets new credentials
 	prefix             string
 	write              bool
 }
@@ -83,11 +84,17 @@ const (
 func (v *Vending) credentials(ctx context.Context, use string, id catalog.Ident, bucket, prefix string, write bool,
 	fresh func(vendedCreds) bool) (creds vend.Credentials, credID string, err error) {
 	s := session(ctx, id, bucket, prefix, write)
-	key := credKey{use: use, tokenID: s.TokenID, principal: s.PrincipalID + "/" + s.Principal, prefix: bucket + "/" + prefix, write: write}
+	key := credKey{use: use, tokenID: s.TokenID, principal: s.PrincipalID + "/" + s.Principal, table: s.Table,
+		prefix: bucket + "/" + prefix, write: write}
 	v.mu.Lock()
 	c, ok := v.cache[key]
 	v.mu.Unlock()
-	if ok && fresh(c) && (v.Revoked == nil || v.Revoked(c.sess) == nil) {
+	// A cached credential is handed out again only if nothing was revoked
+	// since it was minted (the store's revocation version, read with this
+	// request's token, has not moved): this node's revocation state may
+	// not have caught up with a revocation made a moment ago.
+	unrevoked := !s.EpochSet || c.sess == nil || c.sess.Epoch >= s.Epoch
+	if ok && fresh(c) && unrevoked && (v.Revoked == nil || v.Revoked(c.sess) == nil) {
 		return c.creds, c.id, nil
 	}
 	creds, sess, err := v.Minter.Mint(ctx, s, v.TTL)
@@ -178,6 +185,9 @@ func session(ctx context.Context, id catalog.Ident, bucket, prefix string, write
 	if c, ok := auth.ClaimsFrom(ctx); ok {
 		s.Principal, s.PrincipalID, s.TokenID = c.Principal, c.PrincipalID, c.TokenID
 		s.AllowedCIDRs = c.AllowedCIDRs // the principal's allowlist travels with the credential
+		// Minted under the revocation version read with the token, before
+		// this request was authorized (see auth.Claims.RevocationVersion).
+		s.Epoch, s.EpochSet = c.RevocationVersion, c.HasRevocationVersion
 	} else {
 		s.Principal = "anonymous"
 	}

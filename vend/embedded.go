@@ -138,9 +138,12 @@ func (e *Embedded) Mint(ctx context.Context, s Session, ttl time.Duration) (Cred
 	}
 	s.ID = uuid.NewString()
 	s.AccessKeyID = newAccessKeyID()
-	s.Epoch = 0
-	if e.epoch != nil {
+	switch {
+	case s.EpochSet:
+	case e.epoch != nil:
 		s.Epoch = e.epoch()
+	default:
+		s.Epoch = 0
 	}
 	s.Expires = exp
 	s.Grants = slices.Clone(s.Grants)

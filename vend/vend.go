@@ -134,11 +134,15 @@ type Session struct {
 	Grants []Grant
 	// Expires is when the credential stops working.
 	Expires time.Time
-	// Epoch is the revocation version (package revoke) the minting node had
-	// loaded: a revocation of the principal or table with a newer version
-	// refuses the credential. The embedded minter sets it from
-	// EmbeddedOptions.Epoch.
+	// Epoch is the revocation version (package revoke) the credential is
+	// minted under: a revocation of the principal or table with a newer
+	// version refuses the credential. With EpochSet the caller chose it
+	// (the version the store had when the request's token was checked,
+	// before the request was authorized); otherwise the embedded minter
+	// sets it from EmbeddedOptions.Epoch (the node's loaded version).
 	Epoch int64
+	// EpochSet says that Epoch was set by the caller. Not sealed.
+	EpochSet bool
 	// AllowedCIDRs is the principal's network allowlist (canonical CIDR
 	// prefixes) when the credential was minted; the S3 endpoint refuses
 	// the credential from any other client address. Empty: any address.

@@ -2,8 +2,8 @@ package app_test
 
 import (
 	"context"
-	"reflect"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"

@@ -183,8 +183,9 @@ func (s *Store) TokenState(ctx context.Context, clientID, jti string) (auth.Toke
 	var cidrs string
 	err := s.read().queryRow(ctx, "SELECT id, name, client_id, admin, disabled, allowed_cidrs"+
 		", EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = ?), (SELECT version FROM authz_version WHERE id = 1)"+
+		", (SELECT version FROM revocation_version WHERE id = 1)"+
 		" FROM principals WHERE client_id = ?", jti, clientID).
-		Scan(&p.ID, &p.Name, &p.ClientID, &p.Admin, &p.Disabled, &cidrs, &ts.Revoked, &ts.PolicyVersion)
+		Scan(&p.ID, &p.Name, &p.ClientID, &p.Admin, &p.Disabled, &cidrs, &ts.Revoked, &ts.PolicyVersion, &ts.RevocationVersion)
 	p.AllowedCIDRs = splitCIDRs(cidrs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return auth.TokenState{}, floe.E(floe.NotFound, "principal", "Principal does not exist for client id: %s", clientID)
@@ -192,6 +193,6 @@ func (s *Store) TokenState(ctx context.Context, clientID, jti string) (auth.Toke
 	if err != nil {
 		return auth.TokenState{}, s.fail("token state", err)
 	}
-	ts.HasPolicyVersion = true
+	ts.HasPolicyVersion, ts.HasRevocationVersion = true, true
 	return ts, nil
 }
