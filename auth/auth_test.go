@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -749,4 +750,37 @@ func headerAlg(t *testing.T, raw string) string {
 	must(t, err)
 	alg, _ := tok.Header["alg"].(string)
 	return alg
+}
+
+// TestLoadedSigningKeysBounded: a node holds at most 32 signing keys in
+// memory, the newest. With 40 in the store, a token signed under the
+// oldest (beyond the bound) does not verify on a node that starts then;
+// one that node issues does.
+func TestLoadedSigningKeysBounded(t *testing.T) {
+	c := newClock()
+	st := openStore(t, c.Now)
+	ctx := context.Background()
+	first := newService(t, st, c, auth.Options{})
+	p, _, err := first.CreatePrincipal(ctx, "etl", nil, false, "", "")
+	must(t, err)
+	old, err := first.Issue(ctx, p, []string{"catalog"})
+	must(t, err)
+	for i := range 39 {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		must(t, err)
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		must(t, err)
+		must(t, st.AddSigningKey(ctx, auth.SigningKey{KID: fmt.Sprintf("bound-%02d", i),
+			PrivatePEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), CreatedAt: c.Now().Add(time.Duration(i+1) * time.Second)}))
+	}
+	c.Advance(time.Minute)
+	node := newService(t, st, c, auth.Options{})
+	if _, err := node.Verify(ctx, old.AccessToken); err == nil {
+		t.Fatal("a token under the 40th newest signing key verified: more than 32 keys are held")
+	}
+	fresh, err := node.Issue(ctx, p, []string{"catalog"})
+	must(t, err)
+	if _, err := node.Verify(ctx, fresh.AccessToken); err != nil {
+		t.Fatalf("a token under the newest key: %v", err)
+	}
 }

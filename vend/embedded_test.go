@@ -504,3 +504,33 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestLoadedKeysBounded: a node holds at most 32 sealing keys in memory,
+// the newest. With 40 in the store, a credential sealed under the oldest
+// (beyond the bound) does not resolve on a node that starts then, and one
+// under the newest does.
+func TestLoadedKeysBounded(t *testing.T) {
+	clock := fakeclock.New(t0)
+	ks := &memKeys{}
+	old := newEmbedded(t, ks, clock, 0)
+	oldCred, _ := mint(t, old, session(), 0)
+	for i := range 39 {
+		secret := make([]byte, vend.KeySize)
+		secret[0] = byte(i + 1)
+		if err := ks.AddVendKey(t.Context(), vend.Key{ID: fmt.Sprintf("k%02d", i), Secret: secret, Created: t0.Add(time.Duration(i+1) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(ks.ids(t)); n != 40 {
+		t.Fatalf("store holds %d keys, want 40", n)
+	}
+	clock.Advance(time.Minute)
+	node := newEmbedded(t, ks, clock, 0)
+	if _, _, err := node.Resolve(t.Context(), oldCred.AccessKeyID, oldCred.SessionToken); err == nil {
+		t.Fatal("a credential under the 40th newest key resolved: more than 32 keys are held")
+	}
+	newCred, _ := mint(t, node, session(), 0)
+	if _, _, err := node.Resolve(t.Context(), newCred.AccessKeyID, newCred.SessionToken); err != nil {
+		t.Fatalf("a credential under the newest key: %v", err)
+	}
+}
