@@ -58,7 +58,8 @@ func TestPrincipalKeyCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, kid) {
 		t.Fatalf("keys: %q %v", out, err)
 	}
-	if _, err := run(t, append([]string{"principal", "remove-key", "etl", kid}, data...)...); err != nil {
+	// "--": a kid is random base64url and may start with "-".
+	if _, err := run(t, append(append([]string{"principal", "remove-key"}, data...), "--", "etl", kid)...); err != nil {
 		t.Fatal(err)
 	}
 	if out, _ := run(t, append([]string{"principal", "keys", "etl"}, data...)...); strings.Contains(out, kid) {
