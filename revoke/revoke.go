@@ -80,6 +80,10 @@ type Entry struct {
 	Version int64
 	// Expires is when nothing the entry refuses can still be alive.
 	Expires time.Time
+	// Exempt is, for a Table entry, the id of the principal whose drop it
+	// was, when it could read the whole table: its own credentials are not
+	// refused (they purge the files). "" for none.
+	Exempt string
 }
 
 // Store reads revocations. *sqlstore.Store implements it.
@@ -142,7 +146,8 @@ type List struct {
 
 type entry struct {
 	version int64
-	expires int64 // Unix seconds
+	expires int64  // Unix seconds
+	exempt  string // Entry.Exempt
 }
 
 // state is an immutable snapshot; a refresh replaces it.
@@ -259,7 +264,7 @@ func (l *List) next(cur *state, v int64, es []Entry) *state {
 			continue
 		}
 		if old, ok := m[e.Subject]; !ok || old.version < e.Version {
-			m[e.Subject] = entry{version: e.Version, expires: e.Expires.Unix()}
+			m[e.Subject] = entry{version: e.Version, expires: e.Expires.Unix(), exempt: e.Exempt}
 		}
 	}
 	if n.size() > l.opts.MaxEntries {
@@ -298,6 +303,13 @@ func (l *List) stale() bool {
 // principal named principal and the table ("ns.name", may be empty),
 // minted under epoch. It returns nil or one of the Err values.
 func (l *List) Credential(tokenID, principal, table string, epoch int64) error {
+	return l.CredentialOf(tokenID, principal, "", table, epoch)
+}
+
+// CredentialOf is Credential for a principal whose id is principalID too:
+// a table's drop spares the credentials of the principal that dropped it
+// when that principal could read the whole table (Entry.Exempt).
+func (l *List) CredentialOf(tokenID, principal, principalID, table string, epoch int64) error {
 	if l.stale() {
 		return ErrStale
 	}
@@ -309,7 +321,7 @@ func (l *List) Credential(tokenID, principal, table string, epoch int64) error {
 		return ErrTokenRevoked
 	case newer(s.disabled, principal, epoch):
 		return ErrPrincipalDisabled
-	case table != "" && newer(s.tables, table, epoch):
+	case table != "" && newer(s.tables, table, epoch) && (principalID == "" || s.tables[table].exempt != principalID):
 		return ErrTableDropped // first: dropping a table also revokes the grants on it
 	case newer(s.grants, principal, epoch):
 		return ErrGrantRevoked

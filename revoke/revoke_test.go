@@ -255,3 +255,37 @@ func BenchmarkCredential(b *testing.B) {
 		_ = l.Credential("jti-x", "alice", "crm.accounts", 0)
 	}
 }
+
+// TestTableDropSparesTheDropper: a table's drop refuses every credential of
+// the table minted before it, except those of the principal whose drop it
+// was when the entry names it (it could read the whole table and purges the
+// files with them); other principals' are refused, the same principal's of
+// another table too.
+func TestTableDropSparesTheDropper(t *testing.T) {
+	l, st, c := newList(t, Options{})
+	before := l.Version()
+	st.mu.Lock()
+	st.version++
+	st.rows = append(st.rows, Entry{Kind: Table, Subject: "crm.accounts", Version: st.version, Expires: c.t.Add(time.Hour), Exempt: "p-owner"})
+	st.version++
+	st.rows = append(st.rows, Entry{Kind: Table, Subject: "crm.leads", Version: st.version, Expires: c.t.Add(time.Hour)})
+	st.mu.Unlock()
+	if err := l.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, principalID, table string
+		want                     error
+	}{
+		{"the dropper", "p-owner", "crm.accounts", nil},
+		{"a reader", "p-reader", "crm.accounts", ErrTableDropped},
+		{"no principal id", "", "crm.accounts", ErrTableDropped},
+		{"the dropper, a table dropped without exemption", "p-owner", "crm.leads", ErrTableDropped},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := l.CredentialOf("jti", "someone", tt.principalID, tt.table, before); !errors.Is(got, tt.want) {
+				t.Errorf("CredentialOf = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -50,3 +50,35 @@ func TestCredentialAfterRenameReads(t *testing.T) {
 		_ = out.Body.Close()
 	}
 }
+
+// TestDropperPurgesWithItsCredentials: after a drop, the credentials of
+// the principal that dropped the table (it could read all of it) still
+// read and delete its files, as Spark's DROP TABLE ... PURGE does after the
+// drop; the drop's revocation is for everyone else (test_revocation.py).
+func TestDropperPurgesWithItsCredentials(t *testing.T) {
+	f := testkit.Start(t)
+	ctx := context.Background()
+	f.CreateTable(t, "purge", "t")
+	var tb testkit.Table
+	r := f.Do(t, "GET", f.P("/namespaces/purge/tables/t"), nil, "X-Iceberg-Access-Delegation", "vended-credentials")
+	if r.Status != 200 {
+		t.Fatalf("load: %d %s", r.Status, r.Body)
+	}
+	r.JSON(t, &tb)
+	if r := f.Do(t, "DELETE", f.P("/namespaces/purge/tables/t"), nil); r.Status != 204 {
+		t.Fatalf("drop: %d %s", r.Status, r.Body)
+	}
+	time.Sleep(600 * time.Millisecond) // every node's revocation state has the drop by now
+	c := tb.Config
+	cli := s3.New(s3.Options{BaseEndpoint: aws.String(c["s3.endpoint"]), Region: c["client.region"], UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(c["s3.access-key-id"], c["s3.secret-access-key"], c["s3.session-token"])})
+	key := strings.TrimPrefix(tb.MetadataLocation, "s3://"+f.Warehouse+"/")
+	out, err := cli.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(f.Warehouse), Key: aws.String(key)})
+	if err != nil {
+		t.Fatalf("the dropper reading the dropped table's metadata: %v", err)
+	}
+	_ = out.Body.Close()
+	if _, err := cli.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(f.Warehouse), Key: aws.String(key)}); err != nil {
+		t.Fatalf("the dropper purging the dropped table's metadata: %v", err)
+	}
+}

@@ -617,7 +617,15 @@ func (s *Store) DeleteEntity(ctx context.Context, wh string, id catalog.Ident, k
 		}
 		e.UpdatedAt = at.t
 		if kind == catalog.KindTable {
-			if err := s.revokeIn(ctx, c, revoke.Table, id.String(), s.now().Add(revocationTTL)); err != nil {
+			// The dropper's own credentials are spared when it could read
+			// the whole table anyway: clients purge a dropped table's files
+			// with them (Spark's DROP TABLE ... PURGE reads the manifests
+			// and deletes the files after the drop).
+			exempt := ""
+			if cl := catalog.ClaimantOf(ctx); cl.Principal != "" && (cl.CanRead || cl.Admin) {
+				exempt = cl.Principal
+			}
+			if err := s.revokeExempt(ctx, c, revoke.Table, id.String(), exempt, s.now().Add(revocationTTL)); err != nil {
 				return err
 			}
 		}

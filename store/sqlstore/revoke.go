@@ -21,7 +21,7 @@ const forever = 100 * 365 * 24 * time.Hour
 
 // revocationUpsert is the ON CONFLICT clause of a revocation row: the newer
 // version and the later expiry win.
-const revocationUpsert = ` ON CONFLICT (kind, subject) DO UPDATE SET version = excluded.version,
+const revocationUpsert = ` ON CONFLICT (kind, subject) DO UPDATE SET version = excluded.version, exempt = excluded.exempt,
 	expires_at = CASE WHEN revocations.expires_at < excluded.expires_at THEN excluded.expires_at ELSE revocations.expires_at END`
 
 // bumpRevocations increments the revocation version in a write
@@ -45,12 +45,18 @@ func (s *Store) bumpRevocations(ctx context.Context, c conn) (int64, error) {
 // revokeIn records, in a write transaction, that subject of kind is revoked
 // until expires.
 func (s *Store) revokeIn(ctx context.Context, c conn, kind revoke.Kind, subject string, expires time.Time) error {
+	return s.revokeExempt(ctx, c, kind, subject, "", expires)
+}
+
+// revokeExempt is revokeIn with the id of a principal whose credentials
+// the revocation spares (see revoke.Entry.Exempt; "" for none).
+func (s *Store) revokeExempt(ctx context.Context, c conn, kind revoke.Kind, subject, exempt string, expires time.Time) error {
 	v, err := s.bumpRevocations(ctx, c)
 	if err != nil {
 		return err
 	}
-	_, err = c.exec(ctx, "INSERT INTO revocations (kind, subject, version, expires_at) VALUES (?, ?, ?, ?)"+revocationUpsert,
-		string(kind), subject, v, s.d.timeArg(expires))
+	_, err = c.exec(ctx, "INSERT INTO revocations (kind, subject, version, expires_at, exempt) VALUES (?, ?, ?, ?, ?)"+revocationUpsert,
+		string(kind), subject, v, s.d.timeArg(expires), exempt)
 	return err
 }
 
@@ -126,12 +132,12 @@ func (s *Store) RevocationVersion(ctx context.Context) (int64, error) {
 // Revocations returns the unexpired revocations of a version above after.
 func (s *Store) Revocations(ctx context.Context, after int64) ([]revoke.Entry, error) {
 	var out []revoke.Entry
-	err := each(ctx, s.read(), "SELECT kind, subject, version, expires_at FROM revocations WHERE version > ? AND expires_at >= ?",
+	err := each(ctx, s.read(), "SELECT kind, subject, version, expires_at, exempt FROM revocations WHERE version > ? AND expires_at >= ?",
 		func(scan func(...any) error) error {
 			var e revoke.Entry
 			var kind string
 			var exp dbTime
-			if err := scan(&kind, &e.Subject, &e.Version, &exp); err != nil {
+			if err := scan(&kind, &e.Subject, &e.Version, &exp, &e.Exempt); err != nil {
 				return err
 			}
 			e.Kind, e.Expires = revoke.Kind(kind), exp.t

@@ -22,6 +22,10 @@ CREATE TABLE revocations (
     subject    TEXT COLLATE "C" NOT NULL,
     version    BIGINT NOT NULL,
     expires_at TIMESTAMPTZ NOT NULL,
+    -- exempt: for a table, the id of the principal whose drop it was, when
+    -- that principal could read the whole table: its own credentials keep
+    -- working (to purge the files, as Spark's DROP TABLE ... PURGE does).
+    exempt     TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (kind, subject)
 );
 
