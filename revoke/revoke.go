@@ -300,16 +300,12 @@ func (l *List) stale() bool {
 }
 
 // Credential checks a vended credential: of access token tokenID, for the
-// principal named principal and the table ("ns.name", may be empty),
-// minted under epoch. It returns nil or one of the Err values.
-func (l *List) Credential(tokenID, principal, table string, epoch int64) error {
-	return l.CredentialOf(tokenID, principal, "", table, epoch)
-}
-
-// CredentialOf is Credential for a principal whose id is principalID too:
-// a table's drop spares the credentials of the principal that dropped it
-// when that principal could read the whole table (Entry.Exempt).
-func (l *List) CredentialOf(tokenID, principal, principalID, table string, epoch int64) error {
+// principal named principal whose id is principalID and the table
+// ("ns.name", may be empty), minted under epoch. A table's drop spares the
+// credentials of the principal that dropped it when that principal could
+// read the whole table (Entry.Exempt; never with principalID ""). It
+// returns nil or one of the Err values.
+func (l *List) Credential(tokenID, principal, principalID, table string, epoch int64) error {
 	if l.stale() {
 		return ErrStale
 	}
@@ -321,7 +317,7 @@ func (l *List) CredentialOf(tokenID, principal, principalID, table string, epoch
 		return ErrTokenRevoked
 	case newer(s.disabled, principal, epoch):
 		return ErrPrincipalDisabled
-	case table != "" && newer(s.tables, table, epoch) && (principalID == "" || s.tables[table].exempt != principalID):
+	case table != "" && dropped(s.tables, table, principalID, epoch):
 		return ErrTableDropped // first: dropping a table also revokes the grants on it
 	case newer(s.grants, principal, epoch):
 		return ErrGrantRevoked
@@ -351,6 +347,14 @@ func (l *List) Session(tokenID, principal string, since int64) error {
 func hasKey(m map[string]entry, k string) bool {
 	_, ok := m[k]
 	return ok
+}
+
+// dropped reports whether the table entry for table refuses a credential
+// of principalID minted under epoch: revoked after epoch, and not the drop
+// of that principal (see Entry.Exempt).
+func dropped(tables map[string]entry, table, principalID string, epoch int64) bool {
+	e, ok := tables[table]
+	return ok && e.version > epoch && (principalID == "" || e.exempt != principalID)
 }
 
 // newer reports whether m has an entry for k revoked after epoch.

@@ -88,7 +88,7 @@ func TestCredential(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := l.Credential(tt.token, tt.principal, tt.table, tt.epoch); !errors.Is(got, tt.want) {
+			if got := l.Credential(tt.token, tt.principal, "", tt.table, tt.epoch); !errors.Is(got, tt.want) {
 				t.Errorf("Credential = %v, want %v", got, tt.want)
 			}
 		})
@@ -139,7 +139,7 @@ func TestExpiredEntriesDropped(t *testing.T) {
 	if err := l.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if l.Len() != 2 || l.Credential("short", "", "", 0) != nil || l.Credential("long", "", "", 0) == nil {
+	if l.Len() != 2 || l.Credential("short", "", "", "", 0) != nil || l.Credential("long", "", "", "", 0) == nil {
 		t.Fatalf("Len = %d; the expired token's entry should be gone and the live one kept", l.Len())
 	}
 }
@@ -159,20 +159,20 @@ func TestMaxEntriesCollapsesToFloor(t *testing.T) {
 	if l.Len() != 0 {
 		t.Fatalf("Len = %d after overflow, want 0", l.Len())
 	}
-	if err := l.Credential("", "zed", "t.u", old); !errors.Is(err, ErrRevoked) {
+	if err := l.Credential("", "zed", "", "t.u", old); !errors.Is(err, ErrRevoked) {
 		t.Errorf("old credential of an unrelated principal: %v, want ErrRevoked", err)
 	}
 	if err := l.Session("", "zed", old); !errors.Is(err, ErrRevoked) {
 		t.Errorf("old session: %v, want ErrRevoked", err)
 	}
-	if err := l.Credential("", "a", "t.u", l.Version()); err != nil {
+	if err := l.Credential("", "a", "", "t.u", l.Version()); err != nil {
 		t.Errorf("credential minted after the overflow: %v", err)
 	}
 	st.add(c.t, Grant, "e", time.Hour)
 	if err := l.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if l.Len() != 1 || !errors.Is(l.Credential("", "e", "", l.Version()-1), ErrGrantRevoked) {
+	if l.Len() != 1 || !errors.Is(l.Credential("", "e", "", "", l.Version()-1), ErrGrantRevoked) {
 		t.Errorf("after the floor, entries are held again: Len = %d", l.Len())
 	}
 }
@@ -185,11 +185,11 @@ func TestStale(t *testing.T) {
 	if err := l.Refresh(t.Context()); err == nil {
 		t.Fatal("Refresh succeeded on a failing store")
 	}
-	if err := l.Credential("", "a", "", l.Version()); err != nil {
+	if err := l.Credential("", "a", "", "", l.Version()); err != nil {
 		t.Fatalf("within MaxStale: %v", err)
 	}
 	c.t = c.t.Add(2 * time.Second)
-	if err := l.Credential("", "a", "", l.Version()); !errors.Is(err, ErrStale) {
+	if err := l.Credential("", "a", "", "", l.Version()); !errors.Is(err, ErrStale) {
 		t.Fatalf("after MaxStale: %v, want ErrStale", err)
 	}
 	if err := l.Session("", "a", l.Version()); !errors.Is(err, ErrStale) {
@@ -199,7 +199,7 @@ func TestStale(t *testing.T) {
 	if err := l.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Credential("", "a", "", l.Version()); err != nil {
+	if err := l.Credential("", "a", "", "", l.Version()); err != nil {
 		t.Fatalf("after recovery: %v", err)
 	}
 }
@@ -217,7 +217,7 @@ func TestRunPicksUpWithinInterval(t *testing.T) {
 	go l.Run(ctx)
 	st.add(time.Now(), Token, "jti", time.Hour)
 	deadline := time.Now().Add(time.Second)
-	for l.Credential("jti", "", "", 0) == nil {
+	for l.Credential("jti", "", "", "", 0) == nil {
 		if time.Now().After(deadline) {
 			t.Fatal("revocation not seen within 1 s")
 		}
@@ -232,8 +232,8 @@ func TestCheckAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := testing.AllocsPerRun(100, func() {
-		_ = l.Credential("jti-2", "alice", "crm.accounts", 0)
-		_ = l.Credential("jti-2", "bob", "crm.accounts", 0)
+		_ = l.Credential("jti-2", "alice", "", "crm.accounts", 0)
+		_ = l.Credential("jti-2", "bob", "", "crm.accounts", 0)
 	})
 	if n != 0 {
 		t.Fatalf("Credential allocates %v times per call", n)
@@ -252,7 +252,7 @@ func BenchmarkCredential(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = l.Credential("jti-x", "alice", "crm.accounts", 0)
+		_ = l.Credential("jti-x", "alice", "", "crm.accounts", 0)
 	}
 }
 
@@ -283,8 +283,8 @@ func TestTableDropSparesTheDropper(t *testing.T) {
 		{"the dropper, a table dropped without exemption", "p-owner", "crm.leads", ErrTableDropped},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := l.CredentialOf("jti", "someone", tt.principalID, tt.table, before); !errors.Is(got, tt.want) {
-				t.Errorf("CredentialOf = %v, want %v", got, tt.want)
+			if got := l.Credential("jti", "someone", tt.principalID, tt.table, before); !errors.Is(got, tt.want) {
+				t.Errorf("Credential = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -32,7 +32,7 @@ func (a *App) openRevocations(ctx context.Context) error {
 
 // revokedCredential is s3api.Options.Revoked and restcat.Vending.Revoked.
 func (a *App) revokedCredential(s *vend.Session) error {
-	return a.revocations.CredentialOf(s.TokenID, s.Principal, s.PrincipalID, s.Table, s.Epoch)
+	return a.revocations.Credential(s.TokenID, s.Principal, s.PrincipalID, s.Table, s.Epoch)
 }
 
 // sessionRevoked returns the pgwire.Identity.Revoked of an SQL session of
