@@ -62,6 +62,13 @@ type Record struct {
 	Hash       string // hex sha256(PrevHash bytes || canonical record)
 }
 
+// TextBytes is the length of r's variable-length fields (its strings and
+// detail): what sizes a record, before any fixed overhead.
+func (r Record) TextBytes() int {
+	return len(r.RequestID) + len(r.Principal) + len(r.ClientAddr) + len(r.Action) + len(r.Resource) +
+		len(r.Outcome) + len(r.Detail) + len(r.PrevHash) + len(r.Hash)
+}
+
 // Store persists records. Implementations must serialize appends, also
 // across processes sharing the store.
 type Store interface {

@@ -57,10 +57,7 @@ func NewTail(src Records, maxRecords int, maxBytes int64, wakeAt int) *Tail {
 }
 
 // recordBytes is the memory a held record is charged.
-func recordBytes(r Record) int64 {
-	return int64(160 + len(r.RequestID) + len(r.Principal) + len(r.ClientAddr) + len(r.Action) + len(r.Resource) +
-		len(r.Outcome) + len(r.Detail) + len(r.PrevHash) + len(r.Hash))
-}
+func recordBytes(r Record) int64 { return int64(160 + r.TextBytes()) }
 
 // Ready is signalled when enough records were added to be worth reading
 // before the reader's next scheduled read (see NewTail's wakeAt).

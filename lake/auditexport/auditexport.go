@@ -420,8 +420,7 @@ func (e *Exporter) records(ctx context.Context, last int64) (recs []audit.Record
 // RecordSize is the size of r as the export counts it against BatchBytes:
 // its text and detail bytes plus a fixed overhead for the rest.
 func RecordSize(r audit.Record) int64 {
-	return int64(64 + len(r.RequestID) + len(r.Principal) + len(r.ClientAddr) + len(r.Action) + len(r.Resource) +
-		len(r.Outcome) + len(r.Detail) + len(r.PrevHash) + len(r.Hash))
+	return int64(64 + r.TextBytes())
 }
 
 // commit writes recs as data files and appends them in one snapshot that
