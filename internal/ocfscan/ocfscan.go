@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/twmb/avro"
@@ -273,7 +274,7 @@ func (n namedType) fullName(parentNS string) string {
 	if ns == "" {
 		ns = parentNS
 	}
-	if ns == "" || bytes.ContainsRune([]byte(n.Name), '.') {
+	if ns == "" || strings.Contains(n.Name, ".") {
 		return n.Name
 	}
 	return ns + "." + n.Name
@@ -281,7 +282,7 @@ func (n namedType) fullName(parentNS string) string {
 
 // namespace of the type for its nested types.
 func (n namedType) namespace(parentNS string) string {
-	if i := bytes.LastIndexByte([]byte(n.Name), '.'); i >= 0 {
+	if i := strings.LastIndexByte(n.Name, '.'); i >= 0 {
 		return n.Name[:i]
 	}
 	if n.Namespace != "" {
