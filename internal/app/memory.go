@@ -12,7 +12,6 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 )
 
@@ -251,9 +250,7 @@ func GCTuneLimit(live, headroom uint64, ceiling int64) int64 {
 // collections.
 func StartGCTuner(headroom uint64, ceiling int64) (stop func()) {
 	t := &gcTuner{headroom: headroom, ceiling: ceiling, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
-	t.mu.Lock()
-	t.set(gcAutoMax)
-	t.mu.Unlock()
+	t.set(gcAutoMax) // before the first cleanup is armed: no concurrent use
 	t.arm()
 	return func() {
 		t.stopped.Store(true)
@@ -267,8 +264,7 @@ type gcTuner struct {
 	headroom  uint64
 	ceiling   int64 // the configured soft limit; negative: do not manage the limit
 	stopped   atomic.Bool
-	mu        sync.Mutex // cleanups run one at a time; mu guards against a test's direct calls
-	sample    []metrics.Sample
+	sample    []metrics.Sample // and last, lastLimit: used by cleanups only, which run one at a time
 	last      int
 	lastLimit int64
 }
@@ -286,7 +282,6 @@ func (t *gcTuner) tune() {
 	if t.stopped.Load() {
 		return
 	}
-	t.mu.Lock()
 	metrics.Read(t.sample)
 	var live uint64
 	if t.sample[0].Value.Kind() == metrics.KindUint64 {
@@ -303,7 +298,6 @@ func (t *gcTuner) tune() {
 			t.lastLimit = limit
 		}
 	}
-	t.mu.Unlock()
 	t.arm()
 }
 
