@@ -92,11 +92,7 @@ func (t *Tail) Add(rs []Record) {
 		t.recs[t.start] = Record{} // let its strings go
 		t.start++
 	}
-	if t.start > len(t.recs)/2 && t.start >= 1024 {
-		n := copy(t.recs, t.recs[t.start:])
-		clear(t.recs[n:])
-		t.recs, t.start = t.recs[:n], 0
-	}
+	t.compact()
 	t.added += len(rs)
 	if t.wakeAt > 0 && t.added >= t.wakeAt {
 		t.added = 0
@@ -107,8 +103,34 @@ func (t *Tail) Add(rs []Record) {
 	}
 }
 
+// compact moves the held records to the front of recs once most of it is
+// let go.
+func (t *Tail) compact() {
+	if t.start > len(t.recs)/2 && t.start >= 1024 {
+		n := copy(t.recs, t.recs[t.start:])
+		clear(t.recs[n:])
+		t.recs, t.start = t.recs[:n], 0
+	}
+}
+
+// release lets go of the held records with Seq <= upTo.
+func (t *Tail) release(upTo int64) {
+	for t.start < len(t.recs) && t.recs[t.start].Seq <= upTo {
+		t.bytes -= recordBytes(t.recs[t.start])
+		t.recs[t.start] = Record{}
+		t.start++
+	}
+	if t.start == len(t.recs) {
+		t.recs, t.start = t.recs[:0], 0
+		return
+	}
+	t.compact()
+}
+
 // AuditRecords returns up to limit records with Seq > after, in Seq order,
-// as the store holds them.
+// as the store holds them. The tail keeps only records after the last
+// `after` it was asked for: once its reader (the export) has moved on, what
+// it has read is not held until the bounds push it out.
 func (t *Tail) AuditRecords(ctx context.Context, after int64, limit int) ([]Record, error) {
 	out, complete := t.held(after, limit)
 	if out == nil {
@@ -127,10 +149,13 @@ func (t *Tail) AuditRecords(ctx context.Context, after int64, limit int) ([]Reco
 // held returns the records after `after` the tail holds contiguously from
 // after+1 on (nil when it does not hold after+1), at most limit of them;
 // complete is true when they are all there is up to limit (the tail
-// neither ends nor skips a record before limit is reached).
+// neither ends nor skips a record before limit is reached). Records up to
+// after are let go first: the one reader asks for what follows what it has,
+// so it never asks for them again (and if it did, the store would answer).
 func (t *Tail) held(after int64, limit int) (out []Record, complete bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.release(after)
 	held := t.recs[t.start:]
 	i := sort.Search(len(held), func(i int) bool { return held[i].Seq > after })
 	if i == len(held) || held[i].Seq != after+1 || limit <= 0 {
