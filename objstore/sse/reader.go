@@ -21,9 +21,12 @@ type Reader struct {
 	bufs  sync.Pool // of *segBuf
 }
 
-// segBuf is scratch space for decrypting one segment.
+// segBuf is scratch space for decrypting one segment: ct holds the largest
+// segment of its object with its tag (at most segmentSpan bytes), so that a
+// small object, a manifest say, costs a small buffer rather than a whole
+// segment's.
 type segBuf struct {
-	ct    [segmentSpan]byte
+	ct    []byte
 	nonce [nonceSize]byte
 }
 
@@ -52,12 +55,13 @@ func Open(ctx context.Context, ra io.ReaderAt, size int64, kw KeyWrapper) (*Read
 	if r.aead, err = dataAEAD(u.dek, r.fixed[:]); err != nil {
 		return nil, err
 	}
-	r.bufs.New = func() any { return new(segBuf) }
+	span := r.segPlainLen(0) + TagSize // the first segment is the largest
+	r.bufs.New = func() any { return &segBuf{ct: make([]byte, span)} }
 	if psize == 0 {
 		// No read ever touches the one (empty, final) segment, so verify it
 		// here: otherwise truncating an object to HeaderSize+TagSize bytes
 		// would pass as an empty object.
-		var sb segBuf
+		sb := segBuf{ct: make([]byte, span)}
 		if _, err := r.decryptSegment(0, &sb, nil); err != nil {
 			return nil, err
 		}
@@ -213,7 +217,7 @@ func (rr *rangeReader) Read(p []byte) (int, error) {
 func (rr *rangeReader) finish(err error) {
 	rr.err = err
 	if rr.sb != nil {
-		clear(rr.sb.ct[:])
+		clear(rr.sb.ct)
 		rr.r.bufs.Put(rr.sb)
 		rr.sb, rr.plain = nil, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -474,4 +475,30 @@ func TestAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(100, func() { _, _ = rr.Read(p) }); a != 0 {
 		t.Errorf("range reader Read allocates %.1f times per call", a)
 	}
+}
+
+// TestSmallObjectSmallBuffer: reading a small object (a 4 KiB manifest,
+// say) allocates about its own size, not a whole segment's scratch buffer
+// per open (the SQL endpoint opens hundreds of manifests a query; the
+// segment-sized buffers were a fifth of a soak's allocation).
+func TestSmallObjectSmallBuffer(t *testing.T) {
+	kr := testKeyring(t)
+	plain := plaintext(4<<10, 7)
+	obj := encrypt(t, kr, plain)
+	const rounds = 200
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range rounds {
+		got, err := readAll(open(t, kr, obj))
+		if err != nil || !bytes.Equal(got, plain) {
+			t.Fatalf("read back %d bytes, %v", len(got), err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	per := (after.TotalAlloc - before.TotalAlloc) / rounds
+	if per > 24<<10 {
+		t.Fatalf("opening and reading a 4 KiB object allocates %d bytes, want under 24 KiB (a segment is %d)", per, sse.SegmentSize)
+	}
+	t.Logf("%d bytes allocated per open and read of a 4 KiB object", per)
 }
