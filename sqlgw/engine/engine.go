@@ -123,6 +123,20 @@ type Engine struct {
 	filters *lru.Cache[string, string] // row filter and its column names -> canonical SQL, "" if refused
 	queries atomic.Uint64
 	kept    tableCacheCounters
+	planned planCounters
+}
+
+// planCounters count the scan plans made: in full, and from a parent
+// snapshot's plan (appendPlan).
+type planCounters struct {
+	full, appended atomic.Uint64
+}
+
+// PlanStats returns how many scan plans the engine made in full (every
+// manifest read) and how many from the cached plan of the snapshot's
+// parent (only the manifests the snapshot added read).
+func (e *Engine) PlanStats() (full, appended uint64) {
+	return e.planned.full.Load(), e.planned.appended.Load()
 }
 
 var (

@@ -164,6 +164,18 @@ func (e *Engine) planFiles(ctx context.Context, tbl *table.Table, snapshot int64
 	if err := lake.CheckSnapshot(tbl, tbl.SnapshotByID(snapshot)); err != nil {
 		return nil, err
 	}
+	if filter == nil {
+		tasks, manifests, ok, err := e.appendPlan(ctx, tbl, snapshot)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			e.planned.appended.Add(1)
+			e.plans.Add(key, tasks, manifests, len(tbl.Schema().Fields()))
+			return tasks, nil
+		}
+	}
+	e.planned.full.Add(1)
 	tasks, err := tbl.Scan(opts...).PlanFiles(ctx)
 	if err != nil {
 		if filter != nil {
@@ -177,7 +189,13 @@ func (e *Engine) planFiles(ctx context.Context, tbl *table.Table, snapshot int64
 		return nil, err
 	}
 	tasks = lake.WholeFiles(tasks)
-	e.plans.Add(key, tasks, len(tbl.Schema().Fields()))
+	var manifests []string
+	if filter == nil {
+		if manifests, err = manifestPaths(ctx, tbl, snapshot); err != nil {
+			return nil, err
+		}
+	}
+	e.plans.Add(key, tasks, manifests, len(tbl.Schema().Fields()))
 	return tasks, nil
 }
 

@@ -28,7 +28,11 @@ type planCache struct {
 
 type plan struct {
 	tasks []table.FileScanTask
-	size  int64
+	// manifests are the paths of the snapshot's manifests when the plan is
+	// of every file (no row filter), for planning a child snapshot that
+	// only adds files (see appendPlan); nil otherwise.
+	manifests []string
+	size      int64
 }
 
 func newPlanCache(entries int, maxBytes int64) (*planCache, error) {
@@ -51,9 +55,21 @@ func (p *planCache) Get(key planKey) ([]table.FileScanTask, bool) {
 	return v.tasks, ok
 }
 
-// Add caches the plan of key, for a table of columns columns.
-func (p *planCache) Add(key planKey, tasks []table.FileScanTask, columns int) {
-	v := plan{tasks: tasks, size: lake.TasksBytes(tasks, columns)}
+// manifestsOf returns the cached plan of key with its snapshot's manifest
+// paths, when the plan was cached with them.
+func (p *planCache) manifestsOf(key planKey) ([]table.FileScanTask, []string, bool) {
+	v, ok := p.c.Get(key)
+	return v.tasks, v.manifests, ok && v.manifests != nil
+}
+
+// Add caches the plan of key, for a table of columns columns, with the
+// paths of the snapshot's manifests (nil if not known).
+func (p *planCache) Add(key planKey, tasks []table.FileScanTask, manifests []string, columns int) {
+	size := lake.TasksBytes(tasks, columns)
+	for _, m := range manifests {
+		size += int64(len(m)) + 16
+	}
+	v := plan{tasks: tasks, manifests: manifests, size: size}
 	if v.size > p.maxBytes/4 {
 		return
 	}

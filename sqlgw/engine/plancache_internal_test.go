@@ -39,7 +39,7 @@ func TestPlanCacheBoundedByBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for snap := range int64(200) {
-		p.Add(planKey{table: "t", snapshot: snap}, tasks, columns)
+		p.Add(planKey{table: "t", snapshot: snap}, tasks, nil, columns)
 		if got := p.resident(); got > p.maxBytes {
 			t.Fatalf("after %d plans: %d bytes cached > bound %d", snap+1, got, p.maxBytes)
 		}
@@ -53,7 +53,7 @@ func TestPlanCacheBoundedByBytes(t *testing.T) {
 	if got, ok := p.Get(planKey{table: "t", snapshot: 199}); !ok || len(got) != files {
 		t.Errorf("the newest plan: cached %v with %d tasks", ok, len(got))
 	}
-	p.Add(planKey{table: "huge"}, fakeTasks(t, 4*files), columns)
+	p.Add(planKey{table: "huge"}, fakeTasks(t, 4*files), nil, columns)
 	if _, ok := p.Get(planKey{table: "huge"}); ok {
 		t.Error("a plan above a quarter of the bound was cached")
 	}

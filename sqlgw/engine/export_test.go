@@ -1,0 +1,13 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// PlanForTest plans every file of a snapshot as a query would (through the
+// plan cache, from the parent's plan when the snapshot only appended).
+func (e *Engine) PlanForTest(ctx context.Context, tbl *table.Table, snapshot int64) ([]table.FileScanTask, error) {
+	return e.planFiles(ctx, tbl, snapshot, nil)
+}
