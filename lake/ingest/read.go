@@ -317,7 +317,7 @@ func openCSV(br *bufio.Reader, comma rune, o ReadOptions) (array.RecordReader, e
 		fields[i] = arrow.Field{Name: h, Type: dt, Nullable: true}
 	}
 	sc := arrow.NewSchema(fields, nil)
-	return csv.NewReader(rest, sc, csv.WithHeader(true), csv.WithComma(comma), csv.WithChunk(o.BatchSize),
+	return csv.NewReader(rest, sc, csv.WithHeader(true), csv.WithComma(comma), csv.WithChunk(batchFor(buf, complete, o.BatchSize)),
 		csv.WithAllocator(o.Mem), csv.WithNullReader(true, "")), nil
 }
 
@@ -336,7 +336,19 @@ func openNDJSON(br *bufio.Reader, o ReadOptions) (array.RecordReader, error) {
 		}
 	}
 	sc := arrow.NewSchema(fields, nil)
-	return array.NewJSONReader(rest, sc, array.WithChunk(o.BatchSize), array.WithAllocator(o.Mem)), nil
+	return array.NewJSONReader(rest, sc, array.WithChunk(batchFor(buf, complete, o.BatchSize)), array.WithAllocator(o.Mem)), nil
+}
+
+// batchFor returns the rows per batch for a line-based input whose sample
+// is buf: size, or fewer when the sample is the whole input (complete) and
+// has fewer lines. The readers reserve a whole batch's room per column
+// before reading, so a one-row ingest read with the default batch reserved
+// 64Ki rows' (megabytes) for one.
+func batchFor(buf []byte, complete bool, size int) int {
+	if !complete {
+		return size
+	}
+	return max(1, min(size, bytes.Count(buf, []byte{'\n'})+1))
 }
 
 func openParquet(ctx context.Context, ra readAtSeeker, o ReadOptions) (array.RecordReader, func() error, error) {
