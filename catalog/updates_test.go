@@ -299,3 +299,45 @@ func BenchmarkApplyCreateUpdates(b *testing.B) {
 		}
 	})
 }
+
+// FuzzCreateUpdateOrder applies a create's updates in the orders (and
+// subsets) the fuzzer picks: whatever the order, a create either builds
+// metadata whose current schema, default spec and default sort order exist,
+// or is refused as Invalid; it never panics or fails otherwise.
+func FuzzCreateUpdateOrder(f *testing.F) {
+	pool := []string{uAssignUUID, uFormat2, uAddSchema0, uAddSchema1, uCurSchemaL, uCurSchema0, uSpecNone, uSpecName,
+		uSpecMissing, uDefSpecL, uDefSpec0, uOrderNone, uOrderID, uDefOrderL, uDefOrder0, uLocation, uPropsEmpty}
+	f.Add([]byte{0, 1, 2, 6, 10, 11, 14, 15, 16, 5}) // DuckDB's order
+	f.Add([]byte{0, 1, 2, 4, 7, 9, 12, 13, 15})      // PyIceberg's order, partitioned and sorted
+	f.Add([]byte{6, 9, 11, 13, 2, 3, 4, 15})         // layout first, two schemas
+	f.Add([]byte{7, 9, 2, 4, 11, 13, 15})            // partition field before any schema
+	f.Fuzz(func(t *testing.T, picks []byte) {
+		if len(picks) > 24 {
+			return
+		}
+		objs := make([]string, 0, len(picks))
+		for _, p := range picks {
+			objs = append(objs, pool[int(p)%len(pool)])
+		}
+		md, err := applyAll(nil, orderUpdates(t, objs...))
+		if err != nil {
+			if k := floe.KindOf(err); k != floe.Invalid {
+				t.Fatalf("error of kind %v: %v", k, err)
+			}
+			return
+		}
+		if md.CurrentSchema() == nil {
+			t.Fatalf("accepted without a current schema")
+		}
+		specOK, orderOK := false, false
+		for _, s := range md.PartitionSpecs() {
+			specOK = specOK || s.ID() == md.DefaultPartitionSpec()
+		}
+		for _, o := range md.SortOrders() {
+			orderOK = orderOK || o.OrderID() == md.DefaultSortOrder()
+		}
+		if !specOK || !orderOK {
+			t.Fatalf("default spec %d or sort order %d missing", md.DefaultPartitionSpec(), md.DefaultSortOrder())
+		}
+	})
+}
