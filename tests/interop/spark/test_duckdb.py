@@ -8,8 +8,9 @@ Floe's embedded S3 endpoint with the credentials Floe vends with each table:
 no S3 secret, endpoint or key is configured in DuckDB.
 
 DuckDB then runs CREATE SCHEMA, CREATE TABLE (plain and PARTITIONED BY), CTAS,
-INSERT, DELETE, UPDATE, time travel (AT (VERSION => ...)) and DROP TABLE,
-checking each answer against an independent Python model of the rows. Spark
+INSERT, DELETE, UPDATE, MERGE INTO, time travel (AT (VERSION => ...)), DROP
+TABLE, ALTER TABLE ADD COLUMN and SET PARTITIONED BY, checking each answer
+against an independent Python model of the rows. Spark
 (through the same catalog, in this suite's SparkSession) and PyIceberg then
 read every table DuckDB wrote, now and at the earlier snapshot, and must find
 the model's rows exactly.
@@ -170,9 +171,21 @@ class TestDuckDBWrites:
         for t in ("people", "by_region"):
             assert duck_rows(duck, t) == sorted(m.values())
 
+    def test_merge(self, duck: Any) -> None:
+        m = TestDuckDBWrites.model
+        for t in ("people", "by_region"):
+            n = duck.execute(f"MERGE INTO {DB}.{NS}.{t} USING (SELECT * FROM (VALUES (1, 9.5), (31, 0.5)) v(id, score)) s "
+                             f"ON {DB}.{NS}.{t}.id = s.id WHEN MATCHED THEN UPDATE SET score = s.score "
+                             f"WHEN NOT MATCHED THEN INSERT VALUES (s.id, 'n' || s.id, s.score, 'apac')").fetchone()[0]
+            assert n == 2
+        m[1] = (1, m[1][1], 9.5, m[1][3])
+        m[31] = (31, "n31", 0.5, "apac")
+        for t in ("people", "by_region"):
+            assert duck_rows(duck, t) == sorted(m.values())
+
     def test_time_travel(self, duck: Any) -> None:
         cls = TestDuckDBWrites
-        assert len(snapshot_ids(duck, "people")) >= 4  # two inserts, a delete and an update
+        assert len(snapshot_ids(duck, "people")) >= 5  # two inserts, a delete, an update and a merge
         assert duck_rows(duck, "people", cls.first_snapshot) == cls.first_rows
 
     def test_spark_reads_duckdb_tables(self, spark: Any) -> None:
@@ -203,3 +216,36 @@ class TestDuckDBWrites:
         assert names == {"people", "by_region"}, names
         tables = floe.rest("GET", f"/v1/{WAREHOUSE}/namespaces/{urllib.parse.quote(NS)}/tables")
         assert sorted(i["name"] for i in tables["identifiers"]) == ["by_region", "people"]
+
+    def test_evolve(self, duck: Any, floe: FloeServer, spark: Any) -> None:
+        """ALTER TABLE ADD COLUMN and SET PARTITIONED BY (commits to an existing
+        table), then INSERT and MERGE INTO on the evolved table; Spark and
+        PyIceberg read the new column and the new spec.
+
+        The MERGE only changes rows written after SET PARTITIONED BY: DuckDB
+        1.5.5 writes the position deletes for rows in files of the older spec
+        under the new spec, where the Iceberg spec (and so Spark) does not
+        apply them to those files; that is DuckDB's to fix, not Floe's."""
+        m = TestDuckDBWrites.model
+        t = f"{DB}.{NS}.people"
+        duck.execute(f"ALTER TABLE {t} ADD COLUMN tier VARCHAR")
+        duck.execute(f"ALTER TABLE {t} SET PARTITIONED BY (region)")
+        md = floe.load_table(NS, "people")["metadata"]
+        assert md["current-schema-id"] == 1 and md["default-spec-id"] == 1, (md["current-schema-id"], md["default-spec-id"])
+        assert duck.execute(f"INSERT INTO {t} VALUES (100, 'n100', 1.0, 'eu', 'gold'), (101, 'n101', 2.0, 'us', NULL)").fetchone()[0] == 2
+        n = duck.execute(f"MERGE INTO {t} USING (SELECT * FROM (VALUES (100, 'silver'), (102, 'bronze')) v(id, tier)) s "
+                         f"ON {t}.id = s.id WHEN MATCHED THEN UPDATE SET tier = s.tier "
+                         f"WHEN NOT MATCHED THEN INSERT VALUES (s.id, 'n' || s.id, NULL, 'us', s.tier)").fetchone()[0]
+        assert n == 2
+        want = sorted([(*r, None) for r in m.values()] + [
+            (100, "n100", 1.0, "eu", "silver"), (101, "n101", 2.0, "us", None), (102, "n102", None, "us", "bronze")])
+        cols = ", ".join((*COLS, "tier"))
+        assert sorted(tuple(r) for r in duck.execute(f"SELECT {cols} FROM {t}").fetchall()) == want
+        spark.sql(f"REFRESH TABLE {CATALOG}.{NS}.people")
+        assert sorted(tuple(r) for r in spark.sql(f"SELECT {cols} FROM {CATALOG}.{NS}.people").collect()) == want
+        arrow = pyiceberg(floe).load_table(f"{NS}.people").scan(selected_fields=(*COLS, "tier")).to_arrow()
+        assert sorted(zip(*[arrow.column(c).to_pylist() for c in (*COLS, "tier")])) == want
+        # The new rows went to partition directories of the new spec.
+        parts = spark.sql(f"SELECT DISTINCT partition.identity_region_4 FROM {CATALOG}.{NS}.people.files "
+                          f"WHERE spec_id = 1 AND content = 0").collect()
+        assert sorted(r[0] for r in parts) == ["eu", "us"]
