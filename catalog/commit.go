@@ -263,7 +263,7 @@ func (c *Catalog) prepare(ctx context.Context, w Warehouse, tc TableCommit) (*st
 			return nil, fmt.Errorf("builder: %w", err)
 		}
 	}
-	if err := applyUpdates(bld, tc.Updates); err != nil {
+	if err := applyUpdates(bld, tc.Updates, s.created); err != nil {
 		return nil, err
 	}
 	if !s.created && !bld.HasChanges() {
@@ -342,22 +342,6 @@ func builderForCreate(updates table.Updates) (*table.MetadataBuilder, error) {
 		}
 	}
 	return bld, nil
-}
-
-// applyUpdates applies each update, turning panics and errors into Invalid
-// (or Conflict for the validations a retry on fresh metadata can fix).
-func applyUpdates(bld *table.MetadataBuilder, updates table.Updates) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = floe.E(floe.Invalid, "commit", "invalid update: %v", r)
-		}
-	}()
-	for _, u := range updates {
-		if err := u.Apply(bld); err != nil {
-			return updateError(u.Action(), err)
-		}
-	}
-	return nil
 }
 
 func build(bld *table.MetadataBuilder) (md table.Metadata, err error) {
