@@ -11,3 +11,8 @@ import (
 func (e *Engine) PlanForTest(ctx context.Context, tbl *table.Table, snapshot int64) ([]table.FileScanTask, error) {
 	return e.planFiles(ctx, tbl, snapshot, nil)
 }
+
+// ForgetPlanForTest drops the cached plan of a snapshot (no row filter).
+func (e *Engine) ForgetPlanForTest(tbl *table.Table, snapshot int64) {
+	e.plans.c.Remove(planKey{table: tbl.Metadata().TableUUID().String(), snapshot: snapshot})
+}

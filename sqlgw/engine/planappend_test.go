@@ -96,3 +96,40 @@ func TestAppendPlanMatchesFullPlan(t *testing.T) {
 	}
 	check(tbl)
 }
+
+// BenchmarkPlanStream plans the newest snapshot of a table appended to 300
+// times, a row at a time: "full" is iceberg-go's planner (every manifest
+// read), "from-parent" the plan the SQL endpoint makes from the parent's
+// cached plan (only the new manifest read).
+func BenchmarkPlanStream(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	tbl := e.createPeople(b, "crm", "stream")
+	for i := range 300 {
+		tbl = appendPeople(b, tbl, person{id: int64(i), name: "p", region: "eu"})
+	}
+	eng := e.f.App.SQLEngine()
+	last := tbl.CurrentSnapshot()
+	b.Run("full", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := tbl.Scan(table.WithSnapshotID(last.SnapshotID)).PlanFiles(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("from-parent", func(b *testing.B) {
+		if _, err := eng.PlanForTest(ctx, tbl, *last.ParentSnapshotID); err != nil {
+			b.Fatal(err)
+		}
+		_, app0 := eng.PlanStats()
+		for b.Loop() {
+			eng.ForgetPlanForTest(tbl, last.SnapshotID)
+			if _, err := eng.PlanForTest(ctx, tbl, last.SnapshotID); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, app := eng.PlanStats(); app == app0 {
+			b.Fatal("no plan was made from the parent's")
+		}
+	})
+}
