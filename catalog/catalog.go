@@ -236,6 +236,21 @@ func alreadyExists(want, have Kind, id Ident) error {
 	}
 }
 
+// renameTargetExists reports a rename onto a taken name with the messages
+// of Iceberg's reference catalogs: "Table already exists: <to>" for a table
+// onto a table, "Cannot rename <from> to <to>. View|Table already exists"
+// otherwise.
+func renameTargetExists(want, have Kind, from, to Ident) error {
+	if want == KindTable && have == KindTable {
+		return alreadyExists(want, have, to)
+	}
+	what, entity := "Table", "table"
+	if have == KindView {
+		what, entity = "View", "view"
+	}
+	return floe.E(floe.AlreadyExists, entity, "Cannot rename %s to %s. %s already exists", from, to, what)
+}
+
 // Rename moves a table or view.
 func (c *Catalog) Rename(ctx context.Context, wh string, from, to Ident, kind Kind) error {
 	if err := to.Validate(); err != nil {
@@ -245,12 +260,12 @@ func (c *Catalog) Rename(ctx context.Context, wh string, from, to Ident, kind Ki
 		return err
 	}
 	if ent, err := c.store.Entity(ctx, wh, to); err == nil {
-		return alreadyExists(kind, ent.Kind, to)
+		return renameTargetExists(kind, ent.Kind, from, to)
 	}
 	err := c.store.RenameEntity(ctx, wh, from, to, kind)
 	if floe.KindOf(err) == floe.AlreadyExists {
 		if ent, err2 := c.store.Entity(ctx, wh, to); err2 == nil {
-			return alreadyExists(kind, ent.Kind, to)
+			return renameTargetExists(kind, ent.Kind, from, to)
 		}
 	}
 	if floe.KindOf(err) == floe.NotFound && floe.EntityOf(err) != "namespace" {
