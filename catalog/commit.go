@@ -281,7 +281,7 @@ func (c *Catalog) prepare(ctx context.Context, w Warehouse, tc TableCommit) (*st
 	if s.created && md.Location() == "" {
 		return nil, floe.E(floe.Invalid, "commit", "a staged create must set a location")
 	}
-	if _, err := checkTableLocation(w, md.Location()); err != nil {
+	if _, err := c.checkTableLocation(w, md.Location()); err != nil {
 		return nil, err
 	}
 	var baseMD table.Metadata

@@ -123,7 +123,7 @@ func (c *Catalog) ReplaceView(ctx context.Context, wh string, id Ident, vc ViewC
 		if md == nil {
 			return base, nil
 		}
-		if _, err := checkLocation(w, md.Location()); err != nil {
+		if _, err := c.checkLocation(w, md.Location()); err != nil {
 			return nil, err
 		}
 		st, err := c.writeView(ctx, md.Location(), base.Location, md)
