@@ -20,7 +20,7 @@ SPARK_VENV ?= .venv-spark
 SPARK_INTEROP := tests/interop/spark
 PYTEST_ARGS ?=
 
-.PHONY: all build test vet lint test-go interop interop-spark soak run clean
+.PHONY: all build test vet lint test-go interop interop-spark rck soak run clean
 
 all: build
 
@@ -33,6 +33,7 @@ test: lint
 	$(GO) test -race -count=1 -timeout 30m ./...
 	@$(MAKE) --no-print-directory interop
 	@$(MAKE) --no-print-directory interop-spark
+	@$(MAKE) --no-print-directory rck
 	@$(MAKE) --no-print-directory soak
 
 vet:
@@ -66,6 +67,12 @@ $(VENV)/.requirements-installed: $(INTEROP)/requirements.txt
 interop-spark: build
 	bash scripts/install-spark.sh $(SPARK_VENV)
 	FLOE_BIN=$(FLOE_BIN) $(SPARK_VENV)/bin/python -m pytest -q -p no:cacheprovider $(SPARK_INTEROP) $(PYTEST_ARGS)
+
+# rck runs the Iceberg REST Compatibility Kit (1.11.0 and 1.10.1, from Maven
+# Central into ~/.m2 once) against bin/floe with the test profile
+# tests/rck/floe-rck.yaml; failures must match tests/rck/known-differences-*.txt.
+rck: build
+	FLOE_BIN=$(FLOE_BIN) bash scripts/run-rck.sh
 
 # soak runs mixed load (loadTable, appends, SQL, S3 reads) against one
 # bin/floe for FLOE_SOAK_SECONDS and checks that its RSS and descriptors stay

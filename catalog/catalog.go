@@ -50,6 +50,13 @@ type Options struct {
 	// column names of data filters and column tags to field ids while the
 	// names still mean what they meant.
 	BeforeSchemaChange func(ctx context.Context, wh string, id Ident, current table.Metadata) error
+	// AllowedLocations are storage location prefixes, besides each
+	// warehouse's own root, where table and view locations (and namespace
+	// "location" properties) may lie, e.g. file:///srv/lake or
+	// s3://other-bucket/prefix. Empty: the warehouse root only. Entries are
+	// normalized with NormalizeAllowedLocations; an invalid one is ignored
+	// (configuration rejects it first).
+	AllowedLocations []string
 }
 
 // Catalog is the catalog service. It is safe for concurrent use.
@@ -61,6 +68,7 @@ type Catalog struct {
 	retries int
 	cache   *metaCache
 	checked *checkedLists // manifest lists whose files were checked
+	allowed []string      // normalized Options.AllowedLocations
 	scanner *ocfscan.Scanner
 	// beforeSchemaChange is Options.BeforeSchemaChange.
 	beforeSchemaChange func(ctx context.Context, wh string, id Ident, current table.Metadata) error
@@ -83,7 +91,13 @@ func New(store Store, io FileIO, opts Options) *Catalog {
 	if opts.MetadataCacheBytes <= 0 {
 		opts.MetadataCacheBytes = 96 << 20
 	}
-	return &Catalog{store: store, io: io, log: opts.Logger, now: opts.Now,
+	allowed := make([]string, 0, len(opts.AllowedLocations))
+	for _, l := range opts.AllowedLocations {
+		if n, err := NormalizeAllowedLocations([]string{l}); err == nil {
+			allowed = append(allowed, n...)
+		}
+	}
+	return &Catalog{store: store, io: io, log: opts.Logger, now: opts.Now, allowed: allowed,
 		retries: opts.CommitRetries, cache: newMetaCache(opts.MetadataCacheEntries, opts.MetadataCacheBytes),
 		checked: newCheckedLists(checkedListEntries, checkedListPaths),
 		scanner: ocfscan.New(ocfscan.DefaultSchemas),
@@ -104,11 +118,29 @@ func (c *Catalog) CreateNamespace(ctx context.Context, wh string, ns Namespace, 
 	if props == nil {
 		props = map[string]string{}
 	}
+	if err := c.checkNamespaceLocation(ctx, wh, props); err != nil {
+		return err
+	}
 	err := c.store.CreateNamespace(ctx, wh, ns, props)
 	if floe.KindOf(err) == floe.NotFound && floe.EntityOf(err) == "namespace" {
 		// createNamespace has no 404 in the spec: a missing parent is a bad request.
 		return &floe.Error{Kind: floe.Invalid, Entity: "namespace", Msg: floe.PublicMessage(err) + " (create the parent namespace first)", Err: err}
 	}
+	return err
+}
+
+// checkNamespaceLocation requires a namespace's "location" property, when
+// props sets one, inside the warehouse or an allowed storage location.
+func (c *Catalog) checkNamespaceLocation(ctx context.Context, wh string, props map[string]string) error {
+	loc, ok := props["location"]
+	if !ok {
+		return nil
+	}
+	w, err := c.store.Warehouse(ctx, wh)
+	if err != nil {
+		return err
+	}
+	_, err = c.checkLocation(w, loc)
 	return err
 }
 
@@ -150,6 +182,9 @@ func (c *Catalog) UpdateNamespaceProperties(ctx context.Context, wh string, ns N
 	if len(both) > 0 {
 		slices.Sort(both)
 		return PropertiesUpdate{}, floe.E(floe.Unprocessable, "namespace", "properties are both updated and removed: %s", strings.Join(both, ", "))
+	}
+	if err := c.checkNamespaceLocation(ctx, wh, updates); err != nil {
+		return PropertiesUpdate{}, err
 	}
 	var res PropertiesUpdate
 	err := c.store.UpdateNamespaceProperties(ctx, wh, ns, func(p map[string]string) error {
@@ -236,6 +271,21 @@ func alreadyExists(want, have Kind, id Ident) error {
 	}
 }
 
+// renameTargetExists reports a rename onto a taken name with the messages
+// of Iceberg's reference catalogs: "Table already exists: <to>" for a table
+// onto a table, "Cannot rename <from> to <to>. View|Table already exists"
+// otherwise.
+func renameTargetExists(want, have Kind, from, to Ident) error {
+	if want == KindTable && have == KindTable {
+		return alreadyExists(want, have, to)
+	}
+	what, entity := "Table", "table"
+	if have == KindView {
+		what, entity = "View", "view"
+	}
+	return floe.E(floe.AlreadyExists, entity, "Cannot rename %s to %s. %s already exists", from, to, what)
+}
+
 // Rename moves a table or view.
 func (c *Catalog) Rename(ctx context.Context, wh string, from, to Ident, kind Kind) error {
 	if err := to.Validate(); err != nil {
@@ -245,12 +295,12 @@ func (c *Catalog) Rename(ctx context.Context, wh string, from, to Ident, kind Ki
 		return err
 	}
 	if ent, err := c.store.Entity(ctx, wh, to); err == nil {
-		return alreadyExists(kind, ent.Kind, to)
+		return renameTargetExists(kind, ent.Kind, from, to)
 	}
 	err := c.store.RenameEntity(ctx, wh, from, to, kind)
 	if floe.KindOf(err) == floe.AlreadyExists {
 		if ent, err2 := c.store.Entity(ctx, wh, to); err2 == nil {
-			return alreadyExists(kind, ent.Kind, to)
+			return renameTargetExists(kind, ent.Kind, from, to)
 		}
 	}
 	if floe.KindOf(err) == floe.NotFound && floe.EntityOf(err) != "namespace" {

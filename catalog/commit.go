@@ -255,8 +255,8 @@ func (c *Catalog) prepare(ctx context.Context, w Warehouse, tc TableCommit) (*st
 			return nil, err
 		}
 		for _, r := range tc.Requirements {
-			if err := r.Validate(s.base.Metadata); err != nil {
-				return nil, &floe.Error{Kind: floe.Conflict, Entity: "commit", Msg: requirementMessage(err)}
+			if err := checkRequirement(r, s.base.Metadata); err != nil {
+				return nil, err
 			}
 		}
 		if bld, err = table.MetadataBuilderFromBase(s.base.Metadata, s.base.Location); err != nil {
@@ -281,7 +281,7 @@ func (c *Catalog) prepare(ctx context.Context, w Warehouse, tc TableCommit) (*st
 	if s.created && md.Location() == "" {
 		return nil, floe.E(floe.Invalid, "commit", "a staged create must set a location")
 	}
-	if _, err := checkTableLocation(w, md.Location()); err != nil {
+	if _, err := c.checkTableLocation(w, md.Location()); err != nil {
 		return nil, err
 	}
 	var baseMD table.Metadata
@@ -363,6 +363,91 @@ func updateError(action string, err error) error {
 		return &floe.Error{Kind: floe.Conflict, Entity: "commit", Msg: "Validation failed, please retry: " + msg, Err: err}
 	}
 	return &floe.Error{Kind: floe.Invalid, Entity: "commit", Msg: fmt.Sprintf("invalid update %s: %s", action, msg), Err: err}
+}
+
+// checkRequirement validates one table requirement against the current
+// metadata, answering a failure with the reference implementation's message.
+// iceberg-go decides whether the requirement holds; only the wording of a
+// failure is Floe's (the RCK and Java clients match on it).
+func checkRequirement(r table.Requirement, md table.Metadata) error {
+	err := r.Validate(md)
+	if err == nil {
+		return nil
+	}
+	msg := requirementMessage(err)
+	if ref, ok := referenceRequirementMessage(r, md); ok {
+		msg = ref
+	}
+	return &floe.Error{Kind: floe.Conflict, Entity: "commit", Msg: msg}
+}
+
+// referenceRequirementMessage words the failure of r against md as
+// Apache Iceberg's UpdateRequirement does; ok is false for a requirement
+// (or a failure) it has no wording for. iceberg-go's requirement types are
+// unexported, so r is read through its JSON form.
+func referenceRequirementMessage(r table.Requirement, md table.Metadata) (string, bool) {
+	if md == nil {
+		return "", false
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", false
+	}
+	var q struct {
+		Type                    string `json:"type"`
+		UUID                    string `json:"uuid"`
+		Ref                     string `json:"ref"`
+		SnapshotID              *int64 `json:"snapshot-id"`
+		LastAssignedFieldID     int    `json:"last-assigned-field-id"`
+		CurrentSchemaID         int    `json:"current-schema-id"`
+		LastAssignedPartitionID int    `json:"last-assigned-partition-id"`
+		DefaultSpecID           int    `json:"default-spec-id"`
+		DefaultSortOrderID      int    `json:"default-sort-order-id"`
+	}
+	if err := json.Unmarshal(b, &q); err != nil {
+		return "", false
+	}
+	const p = "Requirement failed: "
+	switch q.Type {
+	case "assert-table-uuid":
+		return fmt.Sprintf(p+"UUID does not match: expected %s != %s", md.TableUUID(), q.UUID), true
+	case "assert-ref-snapshot-id":
+		var ref table.SnapshotRef
+		found := false
+		for name, r := range md.Refs() {
+			if name == q.Ref {
+				ref, found = r, true
+			}
+		}
+		switch {
+		case !found && q.SnapshotID != nil:
+			return fmt.Sprintf(p+"branch or tag %s is missing, expected %d", q.Ref, *q.SnapshotID), true
+		case !found:
+			return "", false
+		case ref.SnapshotRefType != table.BranchRef && ref.SnapshotRefType != table.TagRef:
+			return "", false
+		case q.SnapshotID == nil:
+			return fmt.Sprintf(p+"%s %s was created concurrently", ref.SnapshotRefType, q.Ref), true
+		case *q.SnapshotID != ref.SnapshotID:
+			return fmt.Sprintf(p+"%s %s has changed: expected id %d != %d", ref.SnapshotRefType, q.Ref, *q.SnapshotID, ref.SnapshotID), true
+		}
+		return "", false // e.g. a tag as a transaction's target: iceberg-go's words
+	case "assert-last-assigned-field-id":
+		return fmt.Sprintf(p+"last assigned field id changed: expected id %d != %d", q.LastAssignedFieldID, md.LastColumnID()), true
+	case "assert-current-schema-id":
+		return fmt.Sprintf(p+"current schema changed: expected id %d != %d", q.CurrentSchemaID, md.CurrentSchema().ID), true
+	case "assert-last-assigned-partition-id":
+		last := -1
+		if l := md.LastPartitionSpecID(); l != nil {
+			last = *l
+		}
+		return fmt.Sprintf(p+"last assigned partition id changed: expected id %d != %d", q.LastAssignedPartitionID, last), true
+	case "assert-default-spec-id":
+		return fmt.Sprintf(p+"default partition spec changed: expected id %d != %d", q.DefaultSpecID, md.DefaultPartitionSpec()), true
+	case "assert-default-sort-order-id":
+		return fmt.Sprintf(p+"default sort order changed: expected id %d != %d", q.DefaultSortOrderID, md.DefaultSortOrder()), true
+	}
+	return "", false
 }
 
 // requirementMessage renders a failed requirement the way Iceberg's reference does.

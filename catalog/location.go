@@ -47,6 +47,31 @@ func within(root, loc string) bool {
 // checkLocation normalizes loc and requires it inside the warehouse, so that a
 // client cannot make the server read or write files elsewhere.
 func checkLocation(wh Warehouse, loc string) (string, error) {
+	return checkAllowed(wh, nil, loc)
+}
+
+// NormalizeAllowedLocations normalizes the allowed storage location
+// prefixes of Options.AllowedLocations (for configuration checks); an entry
+// that is not an absolute location URI (scheme and path) is an error.
+func NormalizeAllowedLocations(locs []string) ([]string, error) {
+	out := make([]string, 0, len(locs))
+	for _, l := range locs {
+		n, err := normalizeLocation(l)
+		if err != nil {
+			return nil, fmt.Errorf("allowed location %q: %w", l, err)
+		}
+		if strings.HasSuffix(n, "://") || strings.TrimPrefix(strings.TrimPrefix(n, "file://"), "/") == "" {
+			return nil, fmt.Errorf("allowed location %q: a whole scheme or file system root cannot be allowed", l)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// checkAllowed normalizes loc and requires it inside the warehouse or one
+// of the allowed prefixes (normalized), so that a client cannot make the
+// server read or write files anywhere else.
+func checkAllowed(wh Warehouse, allowed []string, loc string) (string, error) {
 	root, err := normalizeLocation(wh.Location)
 	if err != nil {
 		return "", fmt.Errorf("warehouse %s: %w", wh.Name, err)
@@ -55,22 +80,42 @@ func checkLocation(wh Warehouse, loc string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !within(root, n) {
+	if within(root, n) {
+		return n, nil
+	}
+	for _, a := range allowed {
+		if within(a, n) {
+			return n, nil
+		}
+	}
+	if len(allowed) == 0 {
 		return "", floe.E(floe.Invalid, "", "location %q is outside warehouse %q (%s)", loc, wh.Name, wh.Location)
 	}
-	return n, nil
+	return "", floe.E(floe.Invalid, "", "location %q is outside warehouse %q (%s) and the allowed storage locations (%s)", loc, wh.Name, wh.Location, strings.Join(allowed, ", "))
 }
 
 // checkTableLocation is checkLocation for a table, which must also not be
 // the warehouse root: its files would contain every other table's.
 func checkTableLocation(wh Warehouse, loc string) (string, error) {
-	n, err := checkLocation(wh, loc)
+	return checkTableAllowed(wh, nil, loc)
+}
+
+// checkTableAllowed is checkAllowed for a table, which must also not be the
+// warehouse root nor an allowed root (its files would contain every other
+// table's there), nor inside the reserved prefix.
+func checkTableAllowed(wh Warehouse, allowed []string, loc string) (string, error) {
+	n, err := checkAllowed(wh, allowed, loc)
 	if err != nil {
 		return "", err
 	}
 	root, _ := normalizeLocation(wh.Location)
 	if n == root {
 		return "", floe.E(floe.Invalid, "", "a table's location cannot be the warehouse root (%s)", loc)
+	}
+	for _, a := range allowed {
+		if n == a {
+			return "", floe.E(floe.Invalid, "", "a table's location cannot be an allowed storage location's root (%s)", loc)
+		}
 	}
 	if within(root+"/"+ReservedPrefix, n) {
 		return "", floe.E(floe.Invalid, "", "a table's location cannot be inside %s/%s, which Floe reserves for its own objects (audit checkpoints)", root, ReservedPrefix)
@@ -122,4 +167,14 @@ func nextMetadataLocation(tableLoc, prev string) string {
 		v = metadataVersion(prev) + 1
 	}
 	return fmt.Sprintf("%s/metadata/%05d-%s.metadata.json", strings.TrimSuffix(tableLoc, "/"), v, uuid.New())
+}
+
+// checkLocation is checkAllowed with the catalog's allowed locations.
+func (c *Catalog) checkLocation(wh Warehouse, loc string) (string, error) {
+	return checkAllowed(wh, c.allowed, loc)
+}
+
+// checkTableLocation is checkTableAllowed with the catalog's allowed locations.
+func (c *Catalog) checkTableLocation(wh Warehouse, loc string) (string, error) {
+	return checkTableAllowed(wh, c.allowed, loc)
 }

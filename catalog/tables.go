@@ -101,10 +101,10 @@ func (c *Catalog) placeNew(ctx context.Context, wh string, id Ident, kind Kind, 
 		loc = defaultTableLocation(w, id, u)
 	}
 	if kind != KindTable {
-		loc, err = checkLocation(w, loc)
+		loc, err = c.checkLocation(w, loc)
 		return u, loc, err
 	}
-	if loc, err = checkTableLocation(w, loc); err != nil {
+	if loc, err = c.checkTableLocation(w, loc); err != nil {
 		return uuid.Nil, "", err
 	}
 	if chosen {
@@ -200,7 +200,7 @@ func (c *Catalog) purge(ctx context.Context, wh string, ent Entity) bool {
 	if err != nil {
 		return false
 	}
-	loc, err := checkLocation(w, st.Metadata.Location())
+	loc, err := c.checkLocation(w, st.Metadata.Location())
 	suffix := "-" + strings.ReplaceAll(st.Metadata.TableUUID().String(), "-", "")
 	if err == nil && strings.HasSuffix(loc, suffix) {
 		if err := c.io.DeletePrefix(ctx, loc); err != nil {
@@ -234,7 +234,7 @@ func (c *Catalog) checkRegister(ctx context.Context, wh string, id Ident, metada
 	if err != nil {
 		return Warehouse{}, "", err
 	}
-	loc, err := checkLocation(w, metadataLocation)
+	loc, err := c.checkLocation(w, metadataLocation)
 	if err != nil {
 		return Warehouse{}, "", err
 	}
@@ -259,7 +259,7 @@ func (c *Catalog) RegisterTable(ctx context.Context, wh string, id Ident, metada
 	if err != nil {
 		return nil, err
 	}
-	tableLoc, err := checkTableLocation(w, st.Metadata.Location())
+	tableLoc, err := c.checkTableLocation(w, st.Metadata.Location())
 	if err != nil {
 		return nil, err
 	}

@@ -100,7 +100,7 @@ func (c *Catalog) ReleaseTombstone(ctx context.Context, wh, loc string) (Tombsto
 	if err != nil {
 		return Tombstone{}, err
 	}
-	n, err := checkLocation(w, loc)
+	n, err := c.checkLocation(w, loc)
 	if err != nil {
 		return Tombstone{}, err
 	}

@@ -3,7 +3,9 @@ package catalog
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/view"
@@ -62,12 +64,12 @@ func (c *Catalog) CreateView(ctx context.Context, wh string, ns Namespace, req C
 func newViewMetadata(v *view.Version, sc *iceberg.Schema, loc string, props iceberg.Properties, id uuid.UUID) (md view.Metadata, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = floe.E(floe.Invalid, "view", "invalid view definition: %v", r)
+			err = floe.E(floe.Invalid, EntityMetadata, "invalid view definition: %v", r)
 		}
 	}()
 	md, err = view.NewMetadataWithUUID(v, sc, loc, props, id)
 	if err != nil {
-		return nil, floe.Wrap(floe.Invalid, err, "invalid view definition: %s", err)
+		return nil, invalidMetadata(err, "invalid view definition: %s", err)
 	}
 	return md, nil
 }
@@ -111,7 +113,7 @@ func (c *Catalog) ReplaceView(ctx context.Context, wh string, id Ident, vc ViewC
 		}
 		for _, r := range vc.Requirements {
 			if err := r.Validate(base.Metadata); err != nil {
-				return nil, &floe.Error{Kind: floe.Conflict, Entity: "commit", Msg: requirementMessage(err)}
+				return nil, &floe.Error{Kind: floe.Conflict, Entity: "commit", Msg: viewRequirementMessage(err, base.Metadata)}
 			}
 		}
 		md, err := applyViewUpdates(base.Metadata, vc.Updates)
@@ -121,7 +123,7 @@ func (c *Catalog) ReplaceView(ctx context.Context, wh string, id Ident, vc ViewC
 		if md == nil {
 			return base, nil
 		}
-		if _, err := checkLocation(w, md.Location()); err != nil {
+		if _, err := c.checkLocation(w, md.Location()); err != nil {
 			return nil, err
 		}
 		st, err := c.writeView(ctx, md.Location(), base.Location, md)
@@ -153,7 +155,7 @@ func applyViewUpdates(base view.Metadata, updates view.Updates) (md view.Metadat
 	}
 	for _, u := range updates {
 		if err := u.Apply(bld); err != nil {
-			return nil, floe.Wrap(floe.Invalid, err, "invalid update %s: %s", u.Action(), err)
+			return nil, invalidMetadata(err, "invalid update %s: %s", u.Action(), err)
 		}
 	}
 	if !bld.HasChanges() {
@@ -161,7 +163,7 @@ func applyViewUpdates(base view.Metadata, updates view.Updates) (md view.Metadat
 	}
 	res, err := bld.Build()
 	if err != nil {
-		return nil, floe.Wrap(floe.Invalid, err, "invalid view metadata: %s", err)
+		return nil, invalidMetadata(err, "invalid view metadata: %s", err)
 	}
 	return res.Metadata, nil
 }
@@ -200,4 +202,26 @@ func (c *Catalog) RegisterView(ctx context.Context, wh string, id Ident, metadat
 		return nil, err
 	}
 	return st, nil
+}
+
+// EntityMetadata is the Entity of an Invalid error for metadata that
+// Iceberg's metadata builder refuses (a view version with two queries for
+// one dialect, say). Apache Iceberg's reference raises
+// IllegalArgumentException there, and the REST edge answers it with that
+// error type (400), so that Java clients raise the same exception class.
+const EntityMetadata = "metadata"
+
+// invalidMetadata is an Invalid error of entity EntityMetadata around err.
+func invalidMetadata(err error, format string, args ...any) error {
+	return &floe.Error{Kind: floe.Invalid, Entity: EntityMetadata, Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+// viewRequirementMessage words a failed view requirement as Apache
+// Iceberg's reference does. assert-view-uuid is the only view requirement.
+func viewRequirementMessage(err error, md view.Metadata) string {
+	if md != nil && strings.Contains(err.Error(), "UUID mismatch") {
+		_, want, _ := strings.Cut(err.Error(), " != ")
+		return fmt.Sprintf("Requirement failed: view UUID does not match: expected %s != %s", md.ViewUUID(), strings.TrimSpace(want))
+	}
+	return requirementMessage(err)
 }

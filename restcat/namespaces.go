@@ -132,6 +132,10 @@ func (h *Handler) loadNamespace(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) namespaceExists(w http.ResponseWriter, r *http.Request) error {
 	wh, ns, err := h.nsRequest(r)
+	if err != nil && floe.EntityOf(err) != "warehouse" && floe.KindOf(err) == floe.Invalid {
+		w.WriteHeader(http.StatusNotFound) // an invalid name cannot exist
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -202,6 +202,12 @@ func (h *Handler) exists(w http.ResponseWriter, r *http.Request, param string, k
 		return err
 	}
 	id, err := identParam(r, param)
+	if floe.KindOf(err) == floe.Invalid {
+		// No table or view can have a name that is not valid (one with a
+		// "/", say): it does not exist, as the reference answers.
+		w.WriteHeader(http.StatusNotFound)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

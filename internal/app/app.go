@@ -149,7 +149,7 @@ func (a *App) init(ctx context.Context) error {
 		return fmt.Errorf("warehouse: %w", err)
 	}
 	a.cat = catalog.New(a.store, io, catalog.Options{Logger: a.log, MetadataCacheBytes: cfg.MetadataCacheBytes * 3 / 4,
-		BeforeSchemaChange: a.bindBeforeSchemaChange})
+		BeforeSchemaChange: a.bindBeforeSchemaChange, AllowedLocations: cfg.AllowedLocations})
 	a.authz = authz.New(a.store, authz.Options{Logger: a.log, Tables: tableColumns{a.cat}})
 	a.oauth = oauth.New(a.auth, oauth.Options{Logger: a.log, Audit: a.audit, FailuresPerMinute: cfg.AuthFailuresPerMinute})
 	if err := a.bootstrap(ctx); err != nil {

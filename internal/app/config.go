@@ -11,6 +11,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/floe-lake/floe/catalog"
+
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/internal/netlimit"
@@ -292,6 +294,14 @@ type Config struct {
 	// FLOE_MAINTENANCE_JOBS, comma-separated; default all: expire-snapshots,
 	// compact, rewrite-manifests, remove-orphans, lifecycle). See docs/maintenance.md.
 	MaintenanceJobs []string `yaml:"maintenance_jobs"`
+	// AllowedLocations are storage location prefixes, besides the
+	// warehouse root (always allowed), where table and view locations and
+	// namespace "location" properties may lie (flag --allowed-locations, env
+	// FLOE_ALLOWED_LOCATIONS, comma-separated), e.g. file:///srv/lake or
+	// s3://other-bucket/prefix. Default none: the warehouse root only.
+	// Floe reads and writes metadata there with its own storage, so only
+	// roots that storage reaches are useful. See docs/configuration.md.
+	AllowedLocations []string `yaml:"allowed_locations"`
 	// HTTP bounds every HTTP listener: the REST catalog (with the OAuth
 	// token endpoint and the management API) and the embedded S3 endpoint.
 	// See docs/security.md, "HTTP listener limits".
@@ -560,6 +570,9 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 			*dst = b
 		}
 	}
+	if v := getenv("FLOE_ALLOWED_LOCATIONS"); v != "" {
+		c.AllowedLocations = strings.Split(v, ",")
+	}
 	if v := getenv("FLOE_MAINTENANCE_JOBS"); v != "" {
 		c.MaintenanceJobs = strings.Split(v, ",")
 	}
@@ -587,6 +600,11 @@ func (c *Config) Finish() error {
 	if err := c.finishStorage(); err != nil {
 		return err
 	}
+	allowed, err := catalog.NormalizeAllowedLocations(c.AllowedLocations)
+	if err != nil {
+		return fmt.Errorf("allowed_locations: %w", err)
+	}
+	c.AllowedLocations = allowed
 	if err := c.finishKeyWrapper(); err != nil {
 		return err
 	}

@@ -54,6 +54,7 @@ func configFlags(fs *pflag.FlagSet, getenv func(string) string) func() (app.Conf
 	store := fs.String("store", "", "metadata store: SQLite path or postgres:// URL (env FLOE_STORE; default <data-dir>/floe.db)")
 	wh := fs.String("warehouse", def.Warehouse, "default warehouse name, used as the REST prefix (env FLOE_WAREHOUSE)")
 	whLoc := fs.String("warehouse-location", "", "warehouse root for storage s3, e.g. s3://bucket/prefix (env FLOE_WAREHOUSE_LOCATION; embedded storage: s3://<warehouse>)")
+	allowedLocs := fs.StringSlice("allowed-locations", nil, "storage location prefixes, besides the warehouse root, where table, view and namespace locations may lie, comma-separated (env FLOE_ALLOWED_LOCATIONS)")
 	logLevel := fs.String("log-level", def.LogLevel, "debug, info, warn or error (env FLOE_LOG_LEVEL)")
 	logFormat := fs.String("log-format", def.LogFormat, "text or json (env FLOE_LOG_FORMAT)")
 	keyWrapper := fs.String("key-wrapper", "local", "what wraps the store's secrets and the objects' data keys: local (the warehouse key file) or kms (env FLOE_KEY_WRAPPER)")
@@ -79,6 +80,9 @@ func configFlags(fs *pflag.FlagSet, getenv func(string) string) func() (app.Conf
 		set("store", &cfg.Store, *store)
 		set("warehouse", &cfg.Warehouse, *wh)
 		set("warehouse-location", &cfg.WarehouseLocation, *whLoc)
+		if fs.Changed("allowed-locations") {
+			cfg.AllowedLocations = *allowedLocs
+		}
 		set("log-level", &cfg.LogLevel, *logLevel)
 		set("log-format", &cfg.LogFormat, *logFormat)
 		set("key-wrapper", &cfg.KeyWrapper, *keyWrapper)

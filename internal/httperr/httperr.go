@@ -32,6 +32,9 @@ type Response struct {
 func StatusAndType(err error) (int, string) {
 	switch floe.KindOf(err) {
 	case floe.Invalid:
+		if floe.EntityOf(err) == "metadata" { // catalog.EntityMetadata: what the reference raises as IllegalArgumentException
+			return http.StatusBadRequest, "IllegalArgumentException"
+		}
 		return http.StatusBadRequest, "BadRequestException"
 	case floe.Unauthenticated:
 		return http.StatusUnauthorized, "NotAuthorizedException"
