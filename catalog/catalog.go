@@ -112,19 +112,50 @@ func (c *Catalog) CreateNamespace(ctx context.Context, wh string, ns Namespace, 
 	return err
 }
 
-// NamespaceProperties returns the properties of ns.
+// NamespaceProperties returns the properties of ns. A namespace without a
+// location property answers the directory in which Floe places its tables
+// (see WithDefaultLocation).
 func (c *Catalog) NamespaceProperties(ctx context.Context, wh string, ns Namespace) (map[string]string, error) {
 	if err := ns.Validate(); err != nil {
 		return nil, err
 	}
-	return c.store.NamespaceProperties(ctx, wh, ns)
+	props, err := c.store.NamespaceProperties(ctx, wh, ns)
+	if err != nil {
+		return nil, err
+	}
+	return c.WithDefaultLocation(ctx, wh, ns, props)
+}
+
+// WithDefaultLocation returns props with the location property set to
+// ns's default location, <warehouse location>/<namespace levels>, when
+// props has none; props itself is not changed. Engines that place a table
+// themselves (Trino puts it at <namespace location>/<name>-<random>, and
+// without a namespace location creates it unstaged and then refuses the
+// location Floe just wrote its metadata into) need one, as Apache Iceberg's
+// reference catalog answers. The default is computed, not stored, so it
+// follows the warehouse's location.
+func (c *Catalog) WithDefaultLocation(ctx context.Context, wh string, ns Namespace, props map[string]string) (map[string]string, error) {
+	if props[LocationProperty] != "" {
+		return props, nil
+	}
+	w, err := c.store.Warehouse(ctx, wh)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(props)+1)
+	maps.Copy(out, props)
+	out[LocationProperty] = defaultNamespaceLocation(w, ns)
+	return out, nil
 }
 
 // ListNamespaces lists direct children of parent after the key `after`.
 // A parent that does not exist gives NotFound.
 func (c *Catalog) ListNamespaces(ctx context.Context, wh string, parent Namespace, after string, limit int) ([]Namespace, error) {
 	if len(parent) > 0 {
-		if _, err := c.NamespaceProperties(ctx, wh, parent); err != nil {
+		if err := parent.Validate(); err != nil {
+			return nil, err
+		}
+		if _, err := c.store.NamespaceProperties(ctx, wh, parent); err != nil {
 			return nil, err
 		}
 	}
