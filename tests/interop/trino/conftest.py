@@ -162,6 +162,7 @@ class TrinoServer:
             "iceberg.rest-catalog.oauth2.scope=catalog\n"
             "iceberg.rest-catalog.vended-credentials-enabled=true\n"
             "iceberg.rest-catalog.view-endpoints-enabled=true\n"
+            "iceberg.expire-snapshots.min-retention=0s\n"
             "fs.native-s3.enabled=true\n"
             f"s3.endpoint={f.s3_url}\n"
             "s3.region=us-east-1\n"

@@ -32,6 +32,7 @@ class State:
 
     model: dict[int, Row] = {}
     snapshots: list[tuple[int, list[Row]]] = []  # (snapshot id, rows at it)
+    dropped: list[str] = []  # locations of the tables dropped
 
 
 def rows_of(raw: list[list[Any]]) -> list[Row]:
@@ -178,30 +179,52 @@ class TestTrinoWrites:
             got = conn.execute(f"SELECT id, name, amount FROM {ORDERS} ORDER BY id").fetchall()
         assert sorted((int(i), n, float(a) if isinstance(a, Decimal) else a) for i, n, a in got) == expected()
 
-    def test_failed_creates_leave_no_table(self, trino: TrinoServer, floe: FloeServer) -> None:
-        # A location that already has files: Trino refuses it after staging the create.
+    def test_create_on_a_taken_location_leaves_no_table(self, trino: TrinoServer, floe: FloeServer) -> None:
+        # Trino stages the create, finds files at the location and gives up: nothing was made.
         taken = floe.table_json(SCHEMA, "orders")["metadata"]["location"]
-        with pytest.raises(TrinoError, match="non-empty location|not empty"):
+        with pytest.raises(TrinoError, match="non-empty location"):
             trino.execute(f"CREATE TABLE {SCHEMA}.clash (id bigint) WITH (location = '{taken}')")
-        # A CTAS whose query fails while it runs.
-        with pytest.raises(TrinoError, match="Division by zero"):
-            trino.execute(f"CREATE TABLE {SCHEMA}.broken AS SELECT id / (id - id) AS x FROM {ORDERS}")
         assert floe.table_names(SCHEMA) == ["big_orders", "orders"]
 
-    def test_drop_table_frees_its_files(self, trino: TrinoServer, floe: FloeServer) -> None:
-        loc = floe.table_json(SCHEMA, "big_orders")["metadata"]["location"]
-        assert files_under(floe, loc), "big_orders has no files to free"
-        trino.execute(f"DROP TABLE {SCHEMA}.big_orders")
-        assert "big_orders" not in floe.table_names(SCHEMA)
-        assert files_under(floe, loc) == [], f"files left after DROP TABLE under {loc}"
+    def test_rename_and_expire_snapshots(self, trino: TrinoServer, floe: FloeServer) -> None:
+        trino.execute(f"ALTER TABLE {SCHEMA}.big_orders RENAME TO {SCHEMA}.large_orders")
+        assert floe.table_names(SCHEMA) == ["large_orders", "orders"]
+        assert trino.execute(f"SELECT count(*) FROM {SCHEMA}.large_orders") == [[4]]
+        snaps = trino.execute(f'SELECT count(*) FROM {SCHEMA}."orders$snapshots"')[0][0]
+        assert snaps > 1
+        trino.execute(f"ALTER TABLE {ORDERS} EXECUTE expire_snapshots(retention_threshold => '0s')")
+        assert trino.execute(f'SELECT count(*) FROM {SCHEMA}."orders$snapshots"') == [[1]]
+        assert len(floe.table_json(SCHEMA, "orders")["metadata"]["snapshots"]) == 1
+        assert rows_of(trino.execute(f"SELECT * FROM {ORDERS}")) == expected()
 
-    def test_drop_everything(self, trino: TrinoServer, floe: FloeServer) -> None:
-        loc = floe.table_json(SCHEMA, "orders")["metadata"]["location"]
+    def test_drop(self, trino: TrinoServer, floe: FloeServer) -> None:
+        for t in ("large_orders", "orders"):
+            loc = floe.table_json(SCHEMA, t)["metadata"]["location"]
+            assert files_under(floe, loc), f"{t} has no files to free"
+            State.dropped.append(loc)
         trino.execute(f"DROP VIEW {SCHEMA}.rich")
+        trino.execute(f"DROP TABLE {SCHEMA}.large_orders")
         trino.execute(f"DROP TABLE {ORDERS}")
+        assert floe.table_names(SCHEMA) == []
         trino.execute(f"DROP SCHEMA {SCHEMA}")
         assert SCHEMA not in [r[0] for r in trino.execute("SHOW SCHEMAS")]
-        assert files_under(floe, loc) == [], f"files left after DROP TABLE under {loc}"
+
+    def test_dropped_tables_files_are_gone(self, floe: FloeServer) -> None:
+        for loc in State.dropped:
+            assert files_under(floe, loc) == [], f"files left after DROP TABLE under {loc}"
+
+
+def test_failed_ctas_leaves_no_table(trino: TrinoServer, floe: FloeServer) -> None:
+    """A CTAS whose query fails while it runs, in a schema made without a
+    location, leaves no table (before namespaces had a location, Trino created
+    the table outright, failed, and left it behind)."""
+    ns = f"fail_{uuid.uuid4().hex[:8]}"
+    trino.execute(f"CREATE SCHEMA {ns}")
+    with pytest.raises(TrinoError) as e:
+        trino.execute(f"CREATE TABLE {ns}.broken AS SELECT x / (x - x) AS y FROM (VALUES 1, 2, 3) AS v (x)")
+    assert "Division by zero" in e.value.message
+    assert floe.table_names(ns) == []
+    trino.execute(f"DROP SCHEMA {ns}")
 
 
 def test_demo_style_namespace_created_elsewhere(trino: TrinoServer, floe: FloeServer) -> None:
