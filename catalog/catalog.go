@@ -144,7 +144,11 @@ func (c *Catalog) WithDefaultLocation(ctx context.Context, wh string, ns Namespa
 	}
 	out := make(map[string]string, len(props)+1)
 	maps.Copy(out, props)
-	out[LocationProperty] = defaultNamespaceLocation(w, ns)
+	loc := defaultNamespaceLocation(w, ns)
+	if n, err := normalizeLocation(loc); err == nil {
+		loc = n // spelled as the locations of the tables Floe places in it
+	}
+	out[LocationProperty] = loc
 	return out, nil
 }
 
