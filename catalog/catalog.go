@@ -112,14 +112,20 @@ func (c *Catalog) CreateNamespace(ctx context.Context, wh string, ns Namespace, 
 	return err
 }
 
-// NamespaceProperties returns the properties of ns. A namespace without a
-// location property answers the directory in which Floe places its tables
-// (see WithDefaultLocation).
+// NamespaceProperties returns the stored properties of ns (LoadNamespace
+// adds the default location that clients are answered).
 func (c *Catalog) NamespaceProperties(ctx context.Context, wh string, ns Namespace) (map[string]string, error) {
 	if err := ns.Validate(); err != nil {
 		return nil, err
 	}
-	props, err := c.store.NamespaceProperties(ctx, wh, ns)
+	return c.store.NamespaceProperties(ctx, wh, ns)
+}
+
+// LoadNamespace returns the properties of ns as clients are answered them:
+// a namespace without a location property answers the directory in which
+// Floe places its tables (see WithDefaultLocation).
+func (c *Catalog) LoadNamespace(ctx context.Context, wh string, ns Namespace) (map[string]string, error) {
+	props, err := c.NamespaceProperties(ctx, wh, ns)
 	if err != nil {
 		return nil, err
 	}
@@ -156,10 +162,7 @@ func (c *Catalog) WithDefaultLocation(ctx context.Context, wh string, ns Namespa
 // A parent that does not exist gives NotFound.
 func (c *Catalog) ListNamespaces(ctx context.Context, wh string, parent Namespace, after string, limit int) ([]Namespace, error) {
 	if len(parent) > 0 {
-		if err := parent.Validate(); err != nil {
-			return nil, err
-		}
-		if _, err := c.store.NamespaceProperties(ctx, wh, parent); err != nil {
+		if _, err := c.NamespaceProperties(ctx, wh, parent); err != nil {
 			return nil, err
 		}
 	}

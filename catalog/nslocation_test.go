@@ -57,7 +57,7 @@ func TestNamespaceLocationIsWhereTablesGo(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := cat.NamespaceProperties(ctx, wh, tc.ns)
+			got, err := cat.LoadNamespace(ctx, wh, tc.ns)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -126,7 +126,7 @@ func (h *Handler) loadNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err := h.require(r, authz.Describe, authz.NamespaceOf(wh, ns)); err != nil {
 		return err
 	}
-	props, err := h.cat.NamespaceProperties(r.Context(), wh, ns)
+	props, err := h.cat.LoadNamespace(r.Context(), wh, ns)
 	if err != nil {
 		return err
 	}
