@@ -1,15 +1,16 @@
 # Floe: build, test and run.
 #
 #   make build   build bin/floe
-#   make test    the whole suite: gofmt, go vet, staticcheck, go test -race, then the PyIceberg
-#                and Spark interop suites against bin/floe (in .venv and
+#   make test    the whole suite: gofmt, go vet, staticcheck, go test -race, then the PyIceberg,
+#                Spark and Trino interop suites against bin/floe (in .venv and
 #                .venv-spark, made on first use), then the 10-minute soak
 #   make soak    the memory soak alone (FLOE_SOAK_SECONDS, default 600)
 #   make run     run Floe locally with the CRM demo dataset
 #
 # Needs Go, Python 3.11+ (with venv), Java 17 with Maven (for the Iceberg
-# Spark runtime) and access to PyPI and Maven Central. PostgreSQL store tests
-# run when FLOE_TEST_PG_DSN is set (see store/sqlstore/testdata/start-postgres.sh).
+# Spark runtime), a JDK 24+ for Trino, and access to PyPI and Maven Central.
+# PostgreSQL store tests run when FLOE_TEST_PG_DSN is set (see
+# store/sqlstore/testdata/start-postgres.sh).
 
 GO       ?= go
 PYTHON   ?= python3
@@ -18,9 +19,10 @@ FLOE_BIN ?= $(CURDIR)/bin/floe
 INTEROP  := tests/interop/python
 SPARK_VENV ?= .venv-spark
 SPARK_INTEROP := tests/interop/spark
+TRINO_INTEROP := tests/interop/trino
 PYTEST_ARGS ?=
 
-.PHONY: all build test vet lint test-go interop interop-spark rck soak run clean
+.PHONY: all build test vet lint test-go interop interop-spark interop-trino rck soak run clean
 
 all: build
 
@@ -33,6 +35,7 @@ test: lint
 	$(GO) test -race -count=1 -timeout 30m ./...
 	@$(MAKE) --no-print-directory interop
 	@$(MAKE) --no-print-directory interop-spark
+	@$(MAKE) --no-print-directory interop-trino
 	@$(MAKE) --no-print-directory rck
 	@$(MAKE) --no-print-directory soak
 
@@ -73,6 +76,13 @@ interop-spark: build
 # tests/rck/floe-rck.yaml; failures must match tests/rck/known-differences-*.txt.
 rck: build
 	FLOE_BIN=$(FLOE_BIN) bash scripts/run-rck.sh
+
+# interop-trino runs the Trino suite (Trino server 476 from Maven Central and
+# a JDK 24+, found or installed by scripts/install-trino.sh, which prints
+# TRINO_HOME and TRINO_JAVA_HOME) against bin/floe, in the PyIceberg venv.
+interop-trino: build $(VENV)/.requirements-installed
+	@vars="$$(bash scripts/install-trino.sh)" && export $$vars && \
+		FLOE_BIN=$(FLOE_BIN) $(VENV)/bin/python -m pytest -q -p no:cacheprovider -c $(TRINO_INTEROP)/pytest.ini $(TRINO_INTEROP) $(PYTEST_ARGS)
 
 # soak runs mixed load (loadTable, appends, SQL, S3 reads) against one
 # bin/floe for FLOE_SOAK_SECONDS and checks that its RSS and descriptors stay

@@ -144,12 +144,50 @@ func (c *Catalog) checkNamespaceLocation(ctx context.Context, wh string, props m
 	return err
 }
 
-// NamespaceProperties returns the properties of ns.
+// NamespaceProperties returns the stored properties of ns (LoadNamespace
+// adds the default location that clients are answered).
 func (c *Catalog) NamespaceProperties(ctx context.Context, wh string, ns Namespace) (map[string]string, error) {
 	if err := ns.Validate(); err != nil {
 		return nil, err
 	}
 	return c.store.NamespaceProperties(ctx, wh, ns)
+}
+
+// LoadNamespace returns the properties of ns as clients are answered them:
+// a namespace without a location property answers the directory in which
+// Floe places its tables (see WithDefaultLocation).
+func (c *Catalog) LoadNamespace(ctx context.Context, wh string, ns Namespace) (map[string]string, error) {
+	props, err := c.NamespaceProperties(ctx, wh, ns)
+	if err != nil {
+		return nil, err
+	}
+	return c.WithDefaultLocation(ctx, wh, ns, props)
+}
+
+// WithDefaultLocation returns props with the location property set to
+// ns's default location, <warehouse location>/<namespace levels>, when
+// props has none; props itself is not changed. Engines that place a table
+// themselves (Trino puts it at <namespace location>/<name>-<random>, and
+// without a namespace location creates it unstaged and then refuses the
+// location Floe just wrote its metadata into) need one, as Apache Iceberg's
+// reference catalog answers. The default is computed, not stored, so it
+// follows the warehouse's location.
+func (c *Catalog) WithDefaultLocation(ctx context.Context, wh string, ns Namespace, props map[string]string) (map[string]string, error) {
+	if props[LocationProperty] != "" {
+		return props, nil
+	}
+	w, err := c.store.Warehouse(ctx, wh)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(props)+1)
+	maps.Copy(out, props)
+	loc := defaultNamespaceLocation(w, ns)
+	if n, err := normalizeLocation(loc); err == nil {
+		loc = n // spelled as the locations of the tables Floe places in it
+	}
+	out[LocationProperty] = loc
+	return out, nil
 }
 
 // ListNamespaces lists direct children of parent after the key `after`.

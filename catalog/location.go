@@ -128,17 +128,26 @@ func checkTableAllowed(wh Warehouse, allowed []string, loc string) (string, erro
 // may be located in it, so no principal is ever vended credentials for it.
 const ReservedPrefix = "_floe"
 
+// LocationProperty is the namespace property that names the directory under
+// which engines place the namespace's tables.
+const LocationProperty = "location"
+
+// defaultNamespaceLocation is <warehouse>/<ns levels>: the directory in
+// which defaultTableLocation places the namespace's tables.
+func defaultNamespaceLocation(wh Warehouse, ns Namespace) string {
+	parts := make([]string, 0, len(ns)+1)
+	parts = append(parts, strings.TrimSuffix(wh.Location, "/"))
+	for _, l := range ns {
+		parts = append(parts, url.PathEscape(l))
+	}
+	return strings.Join(parts, "/")
+}
+
 // defaultTableLocation is <warehouse>/<ns levels>/<name>-<uuid>: unique per
 // table, so a dropped and re-created table never shares files with the old one.
 func defaultTableLocation(wh Warehouse, id Ident, tableUUID uuid.UUID) string {
-	root := strings.TrimSuffix(wh.Location, "/")
-	parts := make([]string, 0, len(id.Namespace)+2)
-	parts = append(parts, root)
-	for _, l := range id.Namespace {
-		parts = append(parts, url.PathEscape(l))
-	}
-	parts = append(parts, url.PathEscape(id.Name)+"-"+strings.ReplaceAll(tableUUID.String(), "-", ""))
-	return strings.Join(parts, "/")
+	return defaultNamespaceLocation(wh, id.Namespace) + "/" +
+		url.PathEscape(id.Name) + "-" + strings.ReplaceAll(tableUUID.String(), "-", "")
 }
 
 // metadataVersion parses the version of a metadata file name such as

@@ -110,7 +110,11 @@ func (h *Handler) createNamespace(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	h.owned(r, authz.NamespaceOf(wh, ns))
-	writeJSON(w, http.StatusOK, namespaceResponse{Namespace: ns, Properties: req.Properties})
+	props, err := h.cat.WithDefaultLocation(r.Context(), wh, ns, req.Properties)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, namespaceResponse{Namespace: ns, Properties: props})
 	return nil
 }
 
@@ -122,7 +126,7 @@ func (h *Handler) loadNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err := h.require(r, authz.Describe, authz.NamespaceOf(wh, ns)); err != nil {
 		return err
 	}
-	props, err := h.cat.NamespaceProperties(r.Context(), wh, ns)
+	props, err := h.cat.LoadNamespace(r.Context(), wh, ns)
 	if err != nil {
 		return err
 	}
