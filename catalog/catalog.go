@@ -50,6 +50,20 @@ type Options struct {
 	// column names of data filters and column tags to field ids while the
 	// names still mean what they meant.
 	BeforeSchemaChange func(ctx context.Context, wh string, id Ident, current table.Metadata) error
+	// PurgeInlineFiles is how many files a drop with purge deletes before
+	// it answers (default DefaultPurgeInlineFiles; negative: none); the
+	// rest is left to the purge worker (RunPurges).
+	PurgeInlineFiles int
+	// PurgeLeaseTTL is how long a purge run holds its job without renewing
+	// it (default DefaultPurgeLeaseTTL).
+	PurgeLeaseTTL time.Duration
+	// PurgeHook, if set, runs before each file or location a purge
+	// deletes; an error stops the run there (tests use it to stop a
+	// purge midway).
+	PurgeHook func(ctx context.Context, file string) error
+	// Node names this node as the holder of the purge jobs it runs
+	// (default: hostname-<random>).
+	Node string
 }
 
 // Catalog is the catalog service. It is safe for concurrent use.
@@ -62,6 +76,7 @@ type Catalog struct {
 	cache   *metaCache
 	checked *checkedLists // manifest lists whose files were checked
 	scanner *ocfscan.Scanner
+	purges  *purger
 	// beforeSchemaChange is Options.BeforeSchemaChange.
 	beforeSchemaChange func(ctx context.Context, wh string, id Ident, current table.Metadata) error
 }
@@ -87,6 +102,7 @@ func New(store Store, io FileIO, opts Options) *Catalog {
 		retries: opts.CommitRetries, cache: newMetaCache(opts.MetadataCacheEntries, opts.MetadataCacheBytes),
 		checked: newCheckedLists(checkedListEntries, checkedListPaths),
 		scanner: ocfscan.New(ocfscan.DefaultSchemas),
+		purges:  newPurger(opts),
 
 		beforeSchemaChange: opts.BeforeSchemaChange}
 }
