@@ -61,6 +61,9 @@ type Options struct {
 	// deletes; an error stops the run there (tests use it to stop a
 	// purge midway).
 	PurgeHook func(ctx context.Context, file string) error
+	// PurgeBatch bounds the files a purge deletes between two checkpoints
+	// and holds in memory at once (default DefaultPurgeBatch).
+	PurgeBatch int
 	// Node names this node as the holder of the purge jobs it runs
 	// (default: hostname-<random>).
 	Node string

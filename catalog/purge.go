@@ -86,9 +86,9 @@ const (
 	// DefaultPurgeInterval is how often the worker looks for pending jobs
 	// (a drop on this node wakes it at once).
 	DefaultPurgeInterval = 30 * time.Second
-	// purgeBatch bounds the files deleted between two checkpoints (and
-	// held in memory at once).
-	purgeBatch = 256
+	// DefaultPurgeBatch bounds the files deleted between two checkpoints
+	// (and held in memory at once).
+	DefaultPurgeBatch = 256
 	// purgeParallel is how many deletions of a batch run at once.
 	purgeParallel = 8
 	// purgeJobsPerPass bounds the jobs one pass of the worker lists.
@@ -101,6 +101,7 @@ type purger struct {
 	ttl    time.Duration
 	hook   func(ctx context.Context, file string) error
 	node   string
+	batch  int
 	kick   chan struct{}
 }
 
@@ -108,6 +109,9 @@ func newPurger(o Options) *purger {
 	p := &purger{inline: o.PurgeInlineFiles, ttl: o.PurgeLeaseTTL, hook: o.PurgeHook, node: o.Node, kick: make(chan struct{}, 1)}
 	if p.inline == 0 {
 		p.inline = DefaultPurgeInlineFiles
+	}
+	if p.batch = o.PurgeBatch; p.batch <= 0 {
+		p.batch = DefaultPurgeBatch
 	}
 	if p.ttl <= 0 {
 		p.ttl = DefaultPurgeLeaseTTL
@@ -460,7 +464,11 @@ func (r *purgeRun) del(ctx context.Context, loc string) error {
 		return nil
 	}
 	r.batch = append(r.batch, loc)
-	if len(r.batch) >= purgeBatch {
+	limit := r.c.purges.batch
+	if r.budget >= 0 {
+		limit = max(1, min(limit, r.budget-r.deleted))
+	}
+	if len(r.batch) >= limit {
 		return r.flush(ctx)
 	}
 	return nil

@@ -23,11 +23,15 @@ type PurgeSettings struct {
 	// after a crash another node (or this one, restarted) resumes the job
 	// once it expires (env FLOE_PURGE_LEASE_TTL, default 1m).
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// Batch is how many files a purge deletes between two checkpoints of
+	// its job, and holds in memory at once (env FLOE_PURGE_BATCH, default
+	// 256, at most 10000).
+	Batch int `yaml:"batch"`
 }
 
 func defaultPurge() PurgeSettings {
 	return PurgeSettings{Interval: catalog.DefaultPurgeInterval, InlineFiles: catalog.DefaultPurgeInlineFiles,
-		LeaseTTL: catalog.DefaultPurgeLeaseTTL}
+		LeaseTTL: catalog.DefaultPurgeLeaseTTL, Batch: catalog.DefaultPurgeBatch}
 }
 
 func (p *PurgeSettings) loadEnv(getenv func(string) string) error {
@@ -40,12 +44,14 @@ func (p *PurgeSettings) loadEnv(getenv func(string) string) error {
 			*dst = d
 		}
 	}
-	if v := getenv("FLOE_PURGE_INLINE_FILES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("FLOE_PURGE_INLINE_FILES: %w", err)
+	for name, dst := range map[string]*int{"FLOE_PURGE_INLINE_FILES": &p.InlineFiles, "FLOE_PURGE_BATCH": &p.Batch} {
+		if v := getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			*dst = n
 		}
-		p.InlineFiles = n
 	}
 	return nil
 }
@@ -56,6 +62,8 @@ func (p PurgeSettings) validate() error {
 		return fmt.Errorf("purge.interval %s: must be at least 10ms", p.Interval)
 	case p.LeaseTTL < 100*time.Millisecond:
 		return fmt.Errorf("purge.lease_ttl %s: must be at least 100ms", p.LeaseTTL)
+	case p.Batch < 1 || p.Batch > 10000:
+		return fmt.Errorf("purge.batch %d: must be between 1 and 10000", p.Batch)
 	case p.InlineFiles < 0:
 		return fmt.Errorf("purge.inline_files %d: must not be negative", p.InlineFiles)
 	}
@@ -69,6 +77,7 @@ func (p PurgeSettings) catalogOptions(o *catalog.Options, hook func(ctx context.
 		o.PurgeInlineFiles = -1
 	}
 	o.PurgeLeaseTTL = p.LeaseTTL
+	o.PurgeBatch = p.Batch
 	o.PurgeHook = hook
 }
 
