@@ -242,14 +242,12 @@ func (c *Catalog) runPurge(ctx context.Context, q PurgeQueue, j PurgeJob, budget
 		return false
 	}
 	msg := ""
-	if err != nil {
+	if err != nil && ctx.Err() == nil { // a shutdown is no failed attempt
 		msg = floe.PublicMessage(err)
 		if msg == "" {
 			msg = err.Error()
 		}
-		if ctx.Err() == nil {
-			c.log.WarnContext(ctx, "purge: run failed; will retry", "table", j.Ident.String(), "location", j.Location, "err", err)
-		}
+		c.log.WarnContext(ctx, "purge: run failed; will retry", "table", j.Ident.String(), "location", j.Location, "err", err)
 	}
 	if err := q.ReleasePurge(rctx, r.job, msg); err != nil && floe.KindOf(err) != floe.Conflict {
 		c.log.WarnContext(ctx, "purge: cannot release the job", "location", j.Location, "err", err)
