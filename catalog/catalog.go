@@ -57,6 +57,23 @@ type Options struct {
 	// normalized with NormalizeAllowedLocations; an invalid one is ignored
 	// (configuration rejects it first).
 	AllowedLocations []string
+	// PurgeInlineFiles is how many files a drop with purge deletes before
+	// it answers (default DefaultPurgeInlineFiles; negative: none); the
+	// rest is left to the purge worker (RunPurges).
+	PurgeInlineFiles int
+	// PurgeLeaseTTL is how long a purge run holds its job without renewing
+	// it (default DefaultPurgeLeaseTTL).
+	PurgeLeaseTTL time.Duration
+	// PurgeHook, if set, runs before each file or location a purge
+	// deletes; an error stops the run there (tests use it to stop a
+	// purge midway).
+	PurgeHook func(ctx context.Context, file string) error
+	// PurgeBatch bounds the files a purge deletes between two checkpoints
+	// and holds in memory at once (default DefaultPurgeBatch).
+	PurgeBatch int
+	// Node names this node as the holder of the purge jobs it runs
+	// (default: hostname-<random>).
+	Node string
 }
 
 // Catalog is the catalog service. It is safe for concurrent use.
@@ -70,6 +87,7 @@ type Catalog struct {
 	checked *checkedLists // manifest lists whose files were checked
 	allowed []string      // normalized Options.AllowedLocations
 	scanner *ocfscan.Scanner
+	purges  *purger
 	// beforeSchemaChange is Options.BeforeSchemaChange.
 	beforeSchemaChange func(ctx context.Context, wh string, id Ident, current table.Metadata) error
 }
@@ -101,6 +119,7 @@ func New(store Store, io FileIO, opts Options) *Catalog {
 		retries: opts.CommitRetries, cache: newMetaCache(opts.MetadataCacheEntries, opts.MetadataCacheBytes),
 		checked: newCheckedLists(checkedListEntries, checkedListPaths),
 		scanner: ocfscan.New(ocfscan.DefaultSchemas),
+		purges:  newPurger(opts),
 
 		beforeSchemaChange: opts.BeforeSchemaChange}
 }

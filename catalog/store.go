@@ -78,6 +78,10 @@ type Tombstone struct {
 	// dropper, when it could read the table; "" when only administrators may.
 	Owner     string
 	DroppedAt time.Time
+	// Purge, on a drop (Store.DeleteEntity), asks the store to queue a
+	// PurgeJob for Location in the same transaction (stores that
+	// implement PurgeQueue).
+	Purge bool
 }
 
 // Refusal is the error for a claim of loc that overlaps t by a claimant

@@ -152,17 +152,29 @@ func (c *Catalog) LoadTableAt(ctx context.Context, loc string) (*TableState, err
 // table's location stays claimed by a tombstone (see Tombstone) unless the
 // purge deleted all of it; the tombstone's owner is the claimant
 // (ClaimantOf) when it could read the table or is an administrator.
+//
+// When the store keeps purge jobs (PurgeQueue), a purge is queued in the
+// drop's own transaction and run: up to Options.PurgeInlineFiles files
+// before DropTable returns, the rest by the purge worker (RunPurges). It
+// deletes every file the table's metadata files reference inside its
+// location, then everything else under the location (see purgeRun).
 func (c *Catalog) DropTable(ctx context.Context, wh string, id Ident, purge bool) error {
 	ent, err := c.entity(ctx, wh, id, KindTable)
 	if err != nil {
 		return err
 	}
 	keep := c.tombstoneFor(ctx, ent)
+	q, queued := c.store.(PurgeQueue)
+	keep.Purge = purge && queued && c.purgeable(ctx, wh, keep.Location)
 	if ent, err = c.store.DeleteEntity(ctx, wh, id, KindTable, keep); err != nil {
 		if floe.KindOf(err) == floe.NotFound {
 			return notExist(KindTable, id)
 		}
 		return err
+	}
+	if keep.Purge {
+		c.purgeDropped(ctx, q, wh, keep.Location)
+		return nil
 	}
 	if purge && c.purge(ctx, wh, ent) && keep.Location != "" {
 		if _, err := c.store.DeleteTombstone(context.WithoutCancel(ctx), wh, keep.Location); err != nil && floe.KindOf(err) != floe.NotFound {
@@ -215,6 +227,20 @@ func (c *Catalog) purge(ctx context.Context, wh string, ent Entity) bool {
 	}
 	c.discard(ctx, ent.MetadataLocation)
 	return false
+}
+
+// purgeable reports whether loc may be purged as a table location of wh:
+// inside the warehouse, neither its root nor Floe's reserved directory.
+func (c *Catalog) purgeable(ctx context.Context, wh, loc string) bool {
+	if loc == "" {
+		return false
+	}
+	w, err := c.store.Warehouse(ctx, wh)
+	if err != nil {
+		return false
+	}
+	n, err := checkTableLocation(w, loc)
+	return err == nil && n == loc
 }
 
 func (c *Catalog) discard(ctx context.Context, loc string) {

@@ -55,6 +55,8 @@ type App struct {
 	maint     *maint.Scheduler // nil when maintenance is off
 	// maintainer runs maintenance on demand (see maint.go).
 	maintainer *maint.Maintainer
+	// stopPurgeWorker stops the purge worker (see purge.go).
+	stopPurgeWorker func()
 	// auditExport appends the audit log to system.audit (nil when off; see auditexport.go).
 	auditExport *auditExporter
 	// auditPrune deletes audit records older than the retention (nil when off; see auditprune.go).
@@ -148,8 +150,10 @@ func (a *App) init(ctx context.Context) error {
 	if err := a.store.PutWarehouse(ctx, catalog.Warehouse{Name: cfg.Warehouse, Location: cfg.WarehouseLocation}); err != nil {
 		return fmt.Errorf("warehouse: %w", err)
 	}
-	a.cat = catalog.New(a.store, io, catalog.Options{Logger: a.log, MetadataCacheBytes: cfg.MetadataCacheBytes * 3 / 4,
-		BeforeSchemaChange: a.bindBeforeSchemaChange, AllowedLocations: cfg.AllowedLocations})
+	catOpts := catalog.Options{Logger: a.log, MetadataCacheBytes: cfg.MetadataCacheBytes * 3 / 4,
+		BeforeSchemaChange: a.bindBeforeSchemaChange, AllowedLocations: cfg.AllowedLocations}
+	cfg.Purge.catalogOptions(&catOpts, cfg.PurgeHook)
+	a.cat = catalog.New(a.store, io, catOpts)
 	a.authz = authz.New(a.store, authz.Options{Logger: a.log, Tables: tableColumns{a.cat}})
 	a.oauth = oauth.New(a.auth, oauth.Options{Logger: a.log, Audit: a.audit, FailuresPerMinute: cfg.AuthFailuresPerMinute})
 	if err := a.bootstrap(ctx); err != nil {
@@ -288,6 +292,7 @@ func (a *App) Start() error {
 	if a.maint != nil {
 		a.maint.Start(context.Background())
 	}
+	a.startPurges()
 	a.startAuditExport()
 	a.startAuditPrune()
 	a.startAuditSeal()
@@ -324,6 +329,7 @@ func (a *App) Close(ctx context.Context) error {
 	if a.maint != nil {
 		errs = append(errs, a.maint.Close())
 	}
+	a.stopPurges()
 	errs = append(errs, a.stopSQL(ctx))
 	if a.srv != nil {
 		errs = append(errs, a.srv.Shutdown(ctx))

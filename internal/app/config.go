@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"os"
@@ -309,6 +310,12 @@ type Config struct {
 	// MaintenanceHook, if set, runs before each maintenance job (tests use it
 	// to observe or stall runs; not settable from YAML, env or flags).
 	MaintenanceHook maint.Hook `yaml:"-"`
+	// Purge configures how drops with purge delete a table's files (YAML
+	// purge; see PurgeSettings and docs/maintenance.md).
+	Purge PurgeSettings `yaml:"purge"`
+	// PurgeHook, if set, runs before each file a purge deletes; an error
+	// stops the run there (tests use it; not settable from YAML, env or flags).
+	PurgeHook func(ctx context.Context, file string) error `yaml:"-"`
 }
 
 // HTTPLimits bounds what a caller can hold on an HTTP listener. Each
@@ -378,6 +385,7 @@ func Defaults() Config {
 
 		Maintenance:         true,
 		MaintenanceInterval: maint.DefaultInterval,
+		Purge:               defaultPurge(),
 		SnapshotRetention:   maint.DefaultMaxSnapshotAge,
 
 		AuditExportInterval: 10 * time.Second,
@@ -577,6 +585,9 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		c.MaintenanceJobs = strings.Split(v, ",")
 	}
 	c.Network.loadEnv(getenv)
+	if err := c.Purge.loadEnv(getenv); err != nil {
+		return err
+	}
 	if v := getenv("FLOE_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -626,6 +637,8 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("maintenance_interval %s: must be at least 10ms", c.MaintenanceInterval)
 	case c.MaintenanceLeaseTTL < 0:
 		return fmt.Errorf("maintenance_lease_ttl %s: must not be negative", c.MaintenanceLeaseTTL)
+	case c.Purge.validate() != nil:
+		return c.Purge.validate()
 	case c.CredentialTTL < 15*time.Minute || c.CredentialTTL > 12*time.Hour:
 		return fmt.Errorf("credential_ttl %s: must be between 15m and 12h", c.CredentialTTL)
 	case c.SnapshotRetention <= 0:

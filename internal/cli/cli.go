@@ -131,6 +131,7 @@ credential once.`,
 	publicURL := cmd.Flags().String("public-url", "", "URL clients reach this server at; the OAuth issuer (env FLOE_PUBLIC_URL; default http://<listen>)")
 	auditEvery := cmd.Flags().Duration("audit-export-interval", app.Defaults().AuditExportInterval, "how often the audit log is appended to the Iceberg table system.audit; 0 = off (env FLOE_AUDIT_EXPORT_INTERVAL)")
 	httpLimits := httpLimitFlags(cmd.Flags())
+	purgeSettings := purgeFlags(cmd.Flags())
 	tlsSettings := tlsFlags(cmd.Flags())
 	allowlists := allowlistFlags(cmd.Flags())
 	auditKeep := cmd.Flags().Duration("audit-retention", app.Defaults().AuditRetention, "how long audit records stay in the store; older ones are pruned behind a signed checkpoint; 0 = forever (env FLOE_AUDIT_RETENTION)")
@@ -147,6 +148,7 @@ credential once.`,
 			return err
 		}
 		httpLimits(&cfg)
+		purgeSettings(&cfg)
 		tlsSettings(&cfg)
 		allowlists(&cfg)
 		if cmd.Flags().Changed("listen") {

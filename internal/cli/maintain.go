@@ -110,6 +110,7 @@ func tableCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comma
 		return printTableInfo(stdout, info)
 	}
 	cmd.AddCommand(show, tombstonesCmd(stdout, stderr, getenv), releaseLocationCmd(stdout, stderr, getenv))
+	cmd.AddCommand(purgesCmd(stdout, stderr, getenv))
 	return cmd
 }
 

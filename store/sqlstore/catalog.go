@@ -445,6 +445,9 @@ func (s *Store) claimLocation(ctx context.Context, c conn, wh string, id catalog
 		owner := catalog.Ident{Namespace: catalog.ParseNamespaceKey(ns), Name: name}
 		return floe.E(floe.Invalid, "location", "location %s overlaps the files of table %s (%s): a table's location must not contain or lie inside another table's", loc, owner, other)
 	}
+	if err := s.purgeRefusal(ctx, c, wh, loc); err != nil {
+		return err
+	}
 	tombs, err := s.tombstonesOver(ctx, c, wh, loc)
 	if err != nil {
 		return err
@@ -598,7 +601,8 @@ func (s *Store) ReplaceEntity(ctx context.Context, wh string, id catalog.Ident, 
 // pointed at; NotFound (entity "table" or "view") if there is no entity of
 // that kind named id. A non-nil keep is stored as a tombstone in the same
 // transaction (replacing one at the same location), its Location defaulting
-// to the table's stored location; nothing is kept if both are empty.
+// to the table's stored location; nothing is kept if both are empty. With
+// keep.Purge a purge job for that location is queued too.
 func (s *Store) DeleteEntity(ctx context.Context, wh string, id catalog.Ident, kind catalog.Kind, keep *catalog.Tombstone) (catalog.Entity, error) {
 	if err := checkKind(kind); err != nil {
 		return catalog.Entity{}, err
@@ -643,7 +647,10 @@ func (s *Store) DeleteEntity(ctx context.Context, wh string, id catalog.Ident, k
 			ON CONFLICT (warehouse, location) DO UPDATE SET namespace = excluded.namespace, name = excluded.name,
 			owner = excluded.owner, dropped_at = excluded.dropped_at`,
 			wh, loc, id.Namespace.Key(), id.Name, keep.Owner, s.d.timeArg(s.now()))
-		return err
+		if err != nil || !keep.Purge || kind != catalog.KindTable {
+			return err
+		}
+		return s.queuePurge(ctx, c, wh, id, loc, e.MetadataLocation)
 	})
 	if err != nil {
 		return catalog.Entity{}, err
