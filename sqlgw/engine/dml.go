@@ -328,6 +328,12 @@ func (st *dmlStmt) runChange(ctx context.Context, pl *dmlPlan, args []driver.Nam
 	for i, f := range affected {
 		removed[i] = f.task.File
 	}
+	// On a v3 table the new files' rows get row ids from the table's
+	// next-row-id (the commit is against pl.tbl's metadata, or fails).
+	if files, err = lake.AssignFirstRowIDs(pl.tbl.Metadata(), files); err != nil {
+		lake.RemoveFiles(context.WithoutCancel(ctx), pl.tbl, files)
+		return err
+	}
 	txn := pl.tbl.NewTransaction()
 	if len(removed) == 0 {
 		err = txn.AddDataFiles(ctx, files, st.snapshotProps(), table.WithoutDuplicateCheck())

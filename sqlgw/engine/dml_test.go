@@ -65,13 +65,19 @@ func (m refTable) clone() refTable {
 // partitioned is set.
 func (e *env) createPeopleTable(t *testing.T, ns, name string, partitioned bool) *table.Table {
 	t.Helper()
+	return e.createPeopleTableV(t, ns, name, partitioned, 2)
+}
+
+// createPeopleTableV is createPeopleTable of format version version.
+func (e *env) createPeopleTableV(t *testing.T, ns, name string, partitioned bool, version int) *table.Table {
+	t.Helper()
 	ctx := context.Background()
 	cat := e.f.App.Catalog()
 	nsp := catalog.Namespace{ns}
 	if err := cat.CreateNamespace(ctx, e.f.Warehouse, nsp, nil); err != nil && !isExists(err) {
 		t.Fatal(err)
 	}
-	req := catalog.CreateTableRequest{Name: name, Schema: peopleSchema()}
+	req := catalog.CreateTableRequest{Name: name, Schema: peopleSchema(), Properties: map[string]string{"format-version": fmt.Sprint(version)}}
 	if partitioned {
 		spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{3}, FieldID: 1000, Name: "region", Transform: iceberg.IdentityTransform{}})
 		req.Spec = &spec
@@ -163,11 +169,15 @@ func TestDMLStatements(t *testing.T) {
 	c := e.admin(t)
 	src := e.createPeople(t, "crm", "src")
 	appendPeople(t, src, people(3)...)
-	for _, partitioned := range []bool{false, true} {
-		t.Run(fmt.Sprintf("partitioned=%v", partitioned), func(t *testing.T) {
-			name := fmt.Sprintf("people_%v", partitioned)
+	for _, tc := range []struct {
+		partitioned bool
+		version     int
+	}{{false, 2}, {true, 2}, {false, 3}, {true, 3}} {
+		partitioned := tc.partitioned
+		t.Run(fmt.Sprintf("partitioned=%v/v%d", partitioned, tc.version), func(t *testing.T) {
+			name := fmt.Sprintf("people_%v_v%d", partitioned, tc.version)
 			qn := "crm." + name
-			tbl := e.createPeopleTable(t, "crm", name, partitioned)
+			tbl := e.createPeopleTableV(t, "crm", name, partitioned, tc.version)
 			// Two appends: two data files (or more, by partition).
 			all := people(20)
 			appendPeople(t, tbl, all[:10]...)
@@ -179,6 +189,9 @@ func TestDMLStatements(t *testing.T) {
 				t.Helper()
 				sameRows(t, what+" (SQL)", mustRows(t, c, fmt.Sprintf(selectPeople, qn)), ref.rows())
 				sameRows(t, what+" (iceberg-go)", icebergRows(t, e.loadTable(t, "crm", name)), ref.rows())
+				if tc.version >= 3 {
+					checkLineage(t, e.loadTable(t, "crm", name))
+				}
 			}
 
 			// INSERT VALUES with NULLs and casts (int and text to DOUBLE).
