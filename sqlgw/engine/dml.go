@@ -325,8 +325,10 @@ func (st *dmlStmt) runChange(ctx context.Context, pl *dmlPlan, args []driver.Nam
 		return err
 	}
 	removed := make([]iceberg.DataFile, len(affected))
+	var removedDVs []iceberg.DataFile // the deletion vectors of removed files go with them
 	for i, f := range affected {
 		removed[i] = f.task.File
+		removedDVs = append(removedDVs, f.task.DeletionVectorFiles...)
 	}
 	// On a v3 table the new files' rows get row ids from the table's
 	// next-row-id (the commit is against pl.tbl's metadata, or fails).
@@ -337,8 +339,10 @@ func (st *dmlStmt) runChange(ctx context.Context, pl *dmlPlan, args []driver.Nam
 	txn := pl.tbl.NewTransaction()
 	if len(removed) == 0 {
 		err = txn.AddDataFiles(ctx, files, st.snapshotProps(), table.WithoutDuplicateCheck())
-	} else {
+	} else if len(removedDVs) == 0 {
 		err = txn.ReplaceDataFilesWithDataFiles(ctx, removed, files, st.snapshotProps())
+	} else {
+		err = txn.ReplaceFiles(ctx, removed, files, removedDVs, st.snapshotProps())
 	}
 	if err != nil {
 		lake.RemoveFiles(context.WithoutCancel(ctx), pl.tbl, files)
@@ -976,6 +980,9 @@ func (ss *session) auditDML(ctx context.Context, st *dmlStmt, tables []string, t
 type scanFile struct {
 	task table.FileScanTask
 	path string
+	// dvPath is the position file made from the data file's deletion
+	// vector ("": none).
+	dvPath string
 }
 
 // targetScan renders the rows of the target's data files with each row's
@@ -992,14 +999,17 @@ type targetScan struct {
 func (e *Engine) newTargetScan(ctx context.Context, schema *iceberg.Schema, cols []column, tasks []table.FileScanTask, pins *pinSet) (*targetScan, error) {
 	ts := &targetScan{schema: schema, cols: cols, delPath: map[string]string{}}
 	for _, t := range tasks {
-		if len(t.DeletionVectorFiles) > 0 {
-			return nil, unsupported("the table has deletion vectors, which the SQL endpoint does not read yet")
-		}
 		p, err := e.files.path(ctx, t.File.FilePath(), pins)
 		if err != nil {
 			return nil, err
 		}
-		ts.files = append(ts.files, scanFile{task: t, path: p})
+		sf := scanFile{task: t, path: p}
+		for _, d := range t.DeletionVectorFiles {
+			if sf.dvPath, err = e.files.dvPath(ctx, d, t.File.FilePath(), t.File.Count(), pins); err != nil {
+				return nil, err
+			}
+		}
+		ts.files = append(ts.files, sf)
 		for _, d := range slices.Concat(t.DeleteFiles, t.EqualityDeleteFiles) {
 			if _, ok := ts.delPath[d.FilePath()]; ok {
 				continue
@@ -1034,9 +1044,15 @@ func (ts *targetScan) sql(files []scanFile) (string, error) {
 		hasPos []string // "(location, path)" of data files with position deletes
 		eqOf   = map[string][]string{}
 		eqFile = map[string]iceberg.DataFile{}
+		dvDel  []string
+		dvMap  []string
 	)
 	for _, f := range files {
 		paths = append(paths, f.path)
+		if f.dvPath != "" {
+			dvDel = append(dvDel, f.dvPath)
+			dvMap = append(dvMap, "("+sqlString(f.task.File.FilePath())+", "+sqlString(f.path)+")")
+		}
 		if len(f.task.DeleteFiles) > 0 {
 			hasPos = append(hasPos, "("+sqlString(f.task.File.FilePath())+", "+sqlString(f.path)+")")
 		}
@@ -1056,6 +1072,9 @@ func (ts *targetScan) sql(files []scanFile) (string, error) {
 		b.WriteString(", d." + quoteIdent(c.name))
 	}
 	b.WriteString(" FROM read_parquet(" + sqlList(paths) + ", schema=" + schemaMap(ts.cols) + ", filename=true, file_row_number=true) AS d")
+	if len(dvDel) > 0 {
+		appendPositionJoin(&b, "dv", dvDel, dvMap)
+	}
 	err := appendDeleteJoins(&b, ts.schema, posDel, hasPos, eqFile,
 		func(loc string) (string, error) { return ts.delPath[loc], nil },
 		func(loc string) []string { return eqOf[loc] })

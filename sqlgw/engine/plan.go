@@ -245,11 +245,10 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 		hasPos   []string // data file locations with position deletes
 		eqByFile = map[string][]string{}
 		eqFiles  = map[string]iceberg.DataFile{}
+		dvDel    []string // deletion vectors' position files
+		dvMap    []string // ('location', 'path') of the data files they name
 	)
 	for _, t := range tasks {
-		if len(t.DeletionVectorFiles) > 0 {
-			return "", unsupported("the table has deletion vectors, which the SQL endpoint does not read yet")
-		}
 		loc := t.File.FilePath()
 		p, err := e.files.path(ctx, loc, pins)
 		if err != nil {
@@ -259,6 +258,16 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 		pathOf[loc] = p
 		if len(t.DeleteFiles) > 0 {
 			hasPos = append(hasPos, loc)
+		}
+		// A v3 table's deletion vectors (at most one live per data file)
+		// are read as position files made from their bitmaps.
+		for _, d := range t.DeletionVectorFiles {
+			dp, err := e.files.dvPath(ctx, d, loc, t.File.Count(), pins)
+			if err != nil {
+				return "", err
+			}
+			dvDel = append(dvDel, dp)
+			dvMap = append(dvMap, "("+sqlString(loc)+", "+sqlString(p)+")")
 		}
 		for _, d := range t.DeleteFiles {
 			if posSeen[d.FilePath()] {
@@ -294,7 +303,7 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 		b.WriteString(", schema=")
 		b.WriteString(schemaMap(cols))
 	}
-	deletes := len(posDel) > 0 || len(eqFiles) > 0
+	deletes := len(posDel) > 0 || len(eqFiles) > 0 || len(dvDel) > 0
 	if deletes {
 		b.WriteString(", filename=true, file_row_number=true")
 	}
@@ -302,6 +311,9 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 	var m []string
 	for _, loc := range hasPos {
 		m = append(m, "("+sqlString(loc)+", "+sqlString(pathOf[loc])+")")
+	}
+	if len(dvDel) > 0 {
+		appendPositionJoin(&b, "dv", dvDel, dvMap)
 	}
 	err = appendDeleteJoins(&b, schema, posDel, m, eqFiles,
 		func(loc string) (string, error) { return e.files.path(ctx, loc, pins) },
@@ -328,8 +340,7 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 func appendDeleteJoins(b *strings.Builder, schema *iceberg.Schema, posDel, posMap []string, eqFiles map[string]iceberg.DataFile,
 	eqPath func(loc string) (string, error), eqTargets func(loc string) []string) error {
 	if len(posDel) > 0 {
-		fmt.Fprintf(b, " ANTI JOIN (SELECT m.path, x.pos FROM read_parquet(%s) AS x JOIN (VALUES %s) AS m(loc, path) ON x.file_path = m.loc) AS pd ON pd.path = d.filename AND pd.pos = d.file_row_number",
-			sqlList(posDel), strings.Join(posMap, ", "))
+		appendPositionJoin(b, "pd", posDel, posMap)
 	}
 	for i, loc := range slices.Sorted(maps.Keys(eqFiles)) {
 		ids := eqFiles[loc].EqualityFieldIDs()
@@ -359,6 +370,15 @@ func appendDeleteJoins(b *strings.Builder, schema *iceberg.Schema, posDel, posMa
 			sqlList([]string{dp}), schemaMap(ecols), alias, strings.Join(quoteAll(eqTargets(loc)), ", "), strings.Join(conds, " AND "))
 	}
 	return nil
+}
+
+// appendPositionJoin appends to b the anti-join, named alias, that removes
+// the rows listed in position files (file_path, pos) from the data files
+// read as d: files are the paths to read, posMap one "('location',
+// 'path')" row per data file they may name.
+func appendPositionJoin(b *strings.Builder, alias string, files, posMap []string) {
+	fmt.Fprintf(b, " ANTI JOIN (SELECT m.path, x.pos FROM read_parquet(%s) AS x JOIN (VALUES %s) AS m(loc, path) ON x.file_path = m.loc) AS %s ON %s.path = d.filename AND %s.pos = d.file_row_number",
+		sqlList(files), strings.Join(posMap, ", "), alias, alias, alias)
 }
 
 // readableByName reports whether the data files of tasks can be read by
