@@ -101,15 +101,19 @@ func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *
 		r.files, r.pruned = len(tasks), all-len(tasks)
 	}
 	var base string
-	if size > 0 {
+	lineage := ref.lineage && tbl.Metadata().Version() >= 3
+	switch {
+	case lineage:
+		base, err = e.lineageSQL(ctx, tbl.Schema(), tasks, pins)
+	case size > 0:
 		base, err = ss.keptBase(ctx, tbl, r.snapshot, tasks, size, pins)
-	} else {
+	default:
 		base, err = e.baseSQL(ctx, tbl.Schema(), tasks, pins)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if r.sql, err = e.policySQL(ctx, ss, wh, id, tbl, base, filters); err != nil {
+	if r.sql, err = e.policySQL(ctx, ss, wh, id, tbl, base, filters, lineage); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -219,6 +223,12 @@ func schemaMap(cols []column) string {
 // baseSQL renders the rows of a snapshot: its data files read by field id,
 // without the rows its position and equality delete files remove.
 func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []table.FileScanTask, pins *pinSet) (string, error) {
+	return e.scanSQL(ctx, schema, tasks, pins, false)
+}
+
+// scanSQL is baseSQL, with the row lineage columns when lineage is set
+// (see lineageSQL).
+func (e *Engine) scanSQL(ctx context.Context, schema *iceberg.Schema, tasks []table.FileScanTask, pins *pinSet, lineage bool) (string, error) {
 	cols, err := columnsOf(schema)
 	if err != nil {
 		return "", err
@@ -231,6 +241,10 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 		empty := make([]string, len(cols))
 		for i, c := range cols {
 			empty[i] = "CAST(NULL AS " + c.typ + ") AS " + quoteIdent(c.name)
+		}
+		if lineage {
+			empty = append(empty, "CAST(NULL AS BIGINT) AS "+quoteIdent(iceberg.RowIDColumnName),
+				"CAST(NULL AS BIGINT) AS "+quoteIdent(iceberg.LastUpdatedSequenceNumberColumnName))
 		}
 		if len(empty) == 0 {
 			return "SELECT WHERE false", nil
@@ -285,7 +299,7 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 			eqByFile[d.FilePath()] = append(eqByFile[d.FilePath()], loc)
 		}
 	}
-	byName := e.readableByName(schema, cols, tasks, pathOf)
+	byName := !lineage && e.readableByName(schema, cols, tasks, pathOf)
 	if byName {
 		for i, c := range cols {
 			names[i] = "CAST(d." + quoteIdent(c.name) + " AS " + c.typ + ") AS " + quoteIdent(c.name)
@@ -297,17 +311,27 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 		b.WriteString("NULL AS __floe_none")
 	}
 	b.WriteString(strings.Join(names, ", "))
+	if lineage {
+		b.WriteString(lineageColumns)
+	}
 	b.WriteString(" FROM read_parquet(")
 	b.WriteString(sqlList(paths))
 	if !byName {
 		b.WriteString(", schema=")
-		b.WriteString(schemaMap(cols))
+		if lineage {
+			b.WriteString(schemaMap(append(cols[:len(cols):len(cols)], lineageFileColumns...)))
+		} else {
+			b.WriteString(schemaMap(cols))
+		}
 	}
 	deletes := len(posDel) > 0 || len(eqFiles) > 0 || len(dvDel) > 0
-	if deletes {
+	if deletes || lineage {
 		b.WriteString(", filename=true, file_row_number=true")
 	}
 	b.WriteString(") AS d")
+	if lineage {
+		appendLineageJoin(&b, tasks, pathOf)
+	}
 	var m []string
 	for _, loc := range hasPos {
 		m = append(m, "("+sqlString(loc)+", "+sqlString(pathOf[loc])+")")
