@@ -98,6 +98,11 @@ def test_sql_endpoint_reads_spark_deletion_vectors(floe: FloeServer, spark: Any)
         n, s = conn.execute(f"SELECT count(*), sum(qty) FROM {NS}.spark_dv WHERE region = 'eu'").fetchone()
         eu = [r for r in want if r[3] == "eu"]
         assert n == len(eu) and s == sum(r[2] for r in eu if r[2] is not None)
+        # Row lineage: the same _row_id and _last_updated_sequence_number.
+        lin = "SELECT id, _row_id, _last_updated_sequence_number FROM "
+        spark_lineage = sorted(tuple(r) for r in spark.sql(lin + fq).collect())
+        assert len(spark_lineage) == len(want)
+        assert sorted(tuple(r) for r in conn.execute(lin + f"{NS}.spark_dv").fetchall()) == spark_lineage
 
 
 def floe_cli(floe: FloeServer, *args: str, stdin: bytes | None = None) -> str:
