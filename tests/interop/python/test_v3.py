@@ -6,10 +6,12 @@ to answer "missing first_row_id which is required for v3"). After each,
 PyIceberg reads the rows of an independent Python model and the table's
 next-row-id covers every data file's row ids, which never overlap.
 
-What PyIceberg cannot do here: it does not read deletion vectors (a scan
-of a table with one fails), so the tables in this file have none; Spark's
-deletion vectors are checked against the SQL endpoint in
-tests/interop/spark/test_v3.py.
+PyIceberg 0.12 reads v3 tables and their deletion vectors, but neither it
+(its deletes rewrite files) nor Floe's SQL DML (copy-on-write) writes
+deletion vectors, so this table has none; PyIceberg reading Spark's
+deletion vectors is in tests/interop/spark/test_v3.py. PyIceberg 0.12 does
+not expose a data file's first_row_id, so the lineage checked here is the
+snapshots' and the table's.
 """
 
 from __future__ import annotations

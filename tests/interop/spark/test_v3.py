@@ -2,13 +2,14 @@
 
 1. Spark writes a v3 table with merge-on-read DELETE, UPDATE and MERGE, so
    its row-level deletes are deletion vectors (Puffin `deletion-vector-v1`
-   blobs). Floe's SQL endpoint (psycopg) reads exactly Spark's rows, and
-   the row lineage columns Spark reports (`_row_id`,
-   `_last_updated_sequence_number`) where Spark exposes them.
+   blobs). Floe's SQL endpoint (psycopg) reads exactly Spark's rows (and
+   PyIceberg's), and the row lineage columns `_row_id` and
+   `_last_updated_sequence_number` as Spark reports them.
 2. Floe writes a v3 table: `floe ingest` appends, then SQL INSERT, UPDATE,
    DELETE and MERGE through the SQL endpoint (these used to answer "missing
-   first_row_id which is required for v3"). After each, Spark reads the
-   rows of an independent Python model, and the table's row lineage holds:
+   first_row_id which is required for v3"), with a Spark deletion vector in
+   between. After each, Spark and PyIceberg read the rows of an independent
+   Python model, and the table's row lineage holds:
    every live data file has a first_row_id below the table's next-row-id
    and no two files share a row id.
 """
@@ -20,7 +21,8 @@ import subprocess
 from typing import Any, Optional
 
 import psycopg
-from conftest import CATALOG, FloeServer, floe_binary
+from conftest import CATALOG, WAREHOUSE, FloeServer, floe_binary
+from pyiceberg.catalog.rest import RestCatalog
 
 NS = "v3_ns"
 
@@ -36,6 +38,14 @@ def rows_spark(spark: Any, fq: str) -> list[Row]:
 
 def rows_sql(conn: Any, table: str) -> list[Row]:
     return sorted(tuple(r) for r in conn.execute(f"SELECT id, name, qty, region FROM {table}").fetchall())
+
+
+def rows_pyiceberg(floe: FloeServer, table: str) -> list[Row]:
+    """The rows as PyIceberg reads them (it applies deletion vectors itself)."""
+    cat = RestCatalog("floe", uri=floe.uri, warehouse=WAREHOUSE,
+                      **{"oauth2-server-uri": floe.token_url, "credential": floe.credential})
+    t = cat.load_table(f"{NS}.{table}").scan(selected_fields=("id", "name", "qty", "region")).to_arrow()
+    return sorted(zip(t["id"].to_pylist(), t["name"].to_pylist(), t["qty"].to_pylist(), t["region"].to_pylist()))
 
 
 def sql_conn(floe: FloeServer) -> Any:
@@ -92,6 +102,7 @@ def test_sql_endpoint_reads_spark_deletion_vectors(floe: FloeServer, spark: Any)
     assert {d.file_format for d in deletes} == {"PUFFIN"}, deletes
     want = rows_spark(spark, fq)
     assert len(want) == 60 - 8 - 1 + 1  # 8 multiples of 7, id 22 merged away, id 100 merged in
+    assert rows_pyiceberg(floe, "spark_dv") == want
     with sql_conn(floe) as conn:
         assert rows_sql(conn, f"{NS}.spark_dv") == want
         # Aggregates and filters see the same rows.
@@ -126,6 +137,7 @@ def test_floe_writes_v3_spark_reads(floe: FloeServer, spark: Any) -> None:
     def check(what: str) -> None:
         spark.sql(f"REFRESH TABLE {fq}")
         assert rows_spark(spark, fq) == sorted(model.values()), f"Spark after {what}"
+        assert rows_pyiceberg(floe, table) == sorted(model.values()), f"PyIceberg after {what}"
         check_lineage(floe, spark, fq, table)
 
     check("floe ingest")
