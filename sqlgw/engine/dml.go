@@ -293,6 +293,10 @@ func (st *dmlStmt) runChange(ctx context.Context, pl *dmlPlan, args []driver.Nam
 		}
 		affected = append(affected, f)
 	}
+	// On a v3 table in merge-on-read mode, deletion vectors instead.
+	if mergeOnRead(pl.tbl, st.d.kind) {
+		return st.commitRowDelta(ctx, pl, chg, affected, out)
+	}
 	// The new content: the kept rows of those files, and the new rows.
 	kept, err := pl.scan.sql(affected)
 	if err != nil {

@@ -172,12 +172,24 @@ func TestDMLStatements(t *testing.T) {
 	for _, tc := range []struct {
 		partitioned bool
 		version     int
-	}{{false, 2}, {true, 2}, {false, 3}, {true, 3}} {
+		mor         bool // merge-on-read: deletion vectors
+	}{{false, 2, false}, {true, 2, false}, {false, 3, false}, {true, 3, false}, {false, 3, true}, {true, 3, true}} {
 		partitioned := tc.partitioned
-		t.Run(fmt.Sprintf("partitioned=%v/v%d", partitioned, tc.version), func(t *testing.T) {
-			name := fmt.Sprintf("people_%v_v%d", partitioned, tc.version)
+		t.Run(fmt.Sprintf("partitioned=%v/v%d/mor=%v", partitioned, tc.version, tc.mor), func(t *testing.T) {
+			name := fmt.Sprintf("people_%v_v%d_%v", partitioned, tc.version, tc.mor)
 			qn := "crm." + name
 			tbl := e.createPeopleTableV(t, "crm", name, partitioned, tc.version)
+			if tc.mor {
+				txn := tbl.NewTransaction()
+				if err := txn.SetProperties(iceberg.Properties{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read",
+					"write.merge.mode": "merge-on-read"}); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				if tbl, err = txn.Commit(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
 			// Two appends: two data files (or more, by partition).
 			all := people(20)
 			appendPeople(t, tbl, all[:10]...)
@@ -190,7 +202,14 @@ func TestDMLStatements(t *testing.T) {
 				sameRows(t, what+" (SQL)", mustRows(t, c, fmt.Sprintf(selectPeople, qn)), ref.rows())
 				sameRows(t, what+" (iceberg-go)", icebergRows(t, e.loadTable(t, "crm", name)), ref.rows())
 				if tc.version >= 3 {
-					checkLineage(t, e.loadTable(t, "crm", name))
+					cur := e.loadTable(t, "crm", name)
+					checkLineage(t, cur)
+					if d := danglingDVs(t, cur); len(d) > 0 {
+						t.Fatalf("%s: deletion vectors of removed data files: %v", what, d)
+					}
+					if what != "insert values" && what != "insert select" && tc.mor != (liveDVs(t, cur) > 0) {
+						t.Fatalf("%s: %d live deletion vectors in merge-on-read=%v", what, liveDVs(t, cur), tc.mor)
+					}
 				}
 			}
 
