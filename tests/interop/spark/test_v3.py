@@ -8,7 +8,8 @@
 2. Floe writes a v3 table: `floe ingest` appends, then SQL INSERT, UPDATE,
    DELETE and MERGE through the SQL endpoint (these used to answer "missing
    first_row_id which is required for v3"), with a Spark deletion vector in
-   between. After each, Spark and PyIceberg read the rows of an independent
+   between; the table is merge-on-read, so Floe's DML writes deletion
+   vectors too. After each, Spark and PyIceberg read the rows of an independent
    Python model, and the table's row lineage holds:
    every live data file has a first_row_id below the table's next-row-id
    and no two files share a row id.
@@ -162,6 +163,12 @@ def test_floe_writes_v3_spark_reads(floe: FloeServer, spark: Any) -> None:
         for i in [i for i, r in model.items() if r[3] == "us" and i > 30]:
             del model[i]
         check("DELETE")
+        # The table is merge-on-read: Floe's DELETE wrote a deletion vector,
+        # which Spark and PyIceberg just applied.
+        summary = spark.sql(f"SELECT s.summary FROM {fq}.refs r JOIN {fq}.snapshots s "
+                            "ON s.snapshot_id = r.snapshot_id WHERE r.name = 'main'").first()[0]
+        assert int(summary.get("added-delete-files", "0")) >= 1, summary
+        assert int(summary.get("added-data-files", "0")) == 0, summary
         conn.execute(f"MERGE INTO {t} AS x USING (SELECT * FROM (VALUES (1, 'm1'), (2, 'gone'), (200, 'new')) AS v(id, name)) AS s "
                      "ON x.id = s.id WHEN MATCHED AND s.name = 'gone' THEN DELETE WHEN MATCHED THEN UPDATE SET name = s.name "
                      "WHEN NOT MATCHED THEN INSERT (id, name, qty, region) VALUES (s.id, s.name, 0, 'eu')")
