@@ -6,12 +6,11 @@ to answer "missing first_row_id which is required for v3"). After each,
 PyIceberg reads the rows of an independent Python model and the table's
 next-row-id covers every data file's row ids, which never overlap.
 
-PyIceberg 0.12 reads v3 tables and their deletion vectors, but neither it
-(its deletes rewrite files) nor Floe's SQL DML (copy-on-write) writes
-deletion vectors, so this table has none; PyIceberg reading Spark's
-deletion vectors is in tests/interop/spark/test_v3.py. PyIceberg 0.12 does
-not expose a data file's first_row_id, so the lineage checked here is the
-snapshots' and the table's.
+The table is merge-on-read for UPDATE and DELETE, so Floe writes deletion
+vectors for those (PyIceberg 0.12 applies them), and copy-on-write for
+MERGE, so that statement rewrites files. PyIceberg 0.12 does not expose a
+data file's first_row_id, so the lineage checked here is the snapshots' and
+the table's (tests/interop/spark/test_v3.py checks the files' with Spark).
 """
 
 from __future__ import annotations
@@ -64,7 +63,8 @@ def test_floe_writes_v3_pyiceberg_reads(floe: FloeServer, catalog: Any, unique: 
     ident = (ns, "t")
     schema = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "name", StringType(), required=False),
                     NestedField(3, "qty", LongType(), required=False))
-    catalog.create_table(ident, schema=schema, properties={"format-version": "3"})
+    catalog.create_table(ident, schema=schema, properties={
+        "format-version": "3", "write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"})
     model: dict[int, Row] = {i: (i, f"n{i}", i * 3) for i in range(1, 31)}
     csv = "id,name,qty\n" + "".join(f"{i},n{i},{i * 3}\n" for i in range(1, 31))
     floe_cli(floe, "ingest", "--quiet", "--mode", "append", f"{ns}.t", "-", stdin=csv.encode())
@@ -91,6 +91,8 @@ def test_floe_writes_v3_pyiceberg_reads(floe: FloeServer, catalog: Any, unique: 
         for i in range(26, 31):
             del model[i]
         check("DELETE")
+        summary = catalog.load_table(ident).current_snapshot().summary
+        assert int(summary["added-delete-files"]) >= 1, summary  # a deletion vector
         conn.execute(f"MERGE INTO {t} AS x USING (SELECT * FROM (VALUES (1, 'm'), (200, 'new')) AS v(id, name)) AS s ON x.id = s.id "
                      "WHEN MATCHED THEN UPDATE SET name = s.name WHEN NOT MATCHED THEN INSERT (id, name) VALUES (s.id, s.name)")
         model[1] = (1, "m", 0)
