@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table/dv"
 )
 
@@ -130,5 +131,44 @@ func TestReadRangeBounds(t *testing.T) {
 		if _, err := c.readRange(t.Context(), "dv.puffin", r[0], r[1]); err == nil {
 			t.Errorf("readRange(%d, %d) read past its bounds", r[0], r[1])
 		}
+	}
+}
+
+// TestDVPathCached: the position files made from deletion vectors live in
+// the file cache under its bounds (here one file: a second vector's file
+// evicts the first's), and a vector that names another data file than the
+// one it is applied to is refused.
+func TestDVPathCached(t *testing.T) {
+	dir := t.TempDir()
+	blob := serializeDV(t, 1, 3)
+	if err := os.WriteFile(filepath.Join(dir, "d.puffin"), append([]byte("PFA1"), blob...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vector := func(ref string) iceberg.DataFile {
+		b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentPosDeletes, "d.puffin", iceberg.PuffinFile,
+			nil, nil, nil, 2, int64(4+len(blob)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.ReferencedDataFile(ref).ContentOffset(4).ContentSizeInBytes(int64(len(blob))).Build()
+	}
+	c := newFileCache(fileSource{dir}, 1<<20, 1)
+	defer c.close()
+	for _, data := range []string{"a.parquet", "a.parquet", "b.parquet"} {
+		ps := &pinSet{c: c}
+		p, err := c.dvPath(t.Context(), vector(data), data, 10, ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(p); err != nil {
+			t.Fatal(err)
+		}
+		ps.release()
+		if _, n := c.stats(); n != 1 {
+			t.Fatalf("%d cached files, bound 1", n)
+		}
+	}
+	if _, err := c.dvPath(t.Context(), vector("a.parquet"), "b.parquet", 10, &pinSet{c: c}); err == nil {
+		t.Fatal("a vector of another data file was applied")
 	}
 }
