@@ -60,9 +60,6 @@ func withFirstRowID(meta table.Metadata, f iceberg.DataFile, id int64) (iceberg.
 	}
 	b.ColumnSizes(f.ColumnSizes()).ValueCounts(f.ValueCounts()).NullValueCounts(f.NullValueCounts()).
 		NaNValueCounts(f.NaNValueCounts()).LowerBoundValues(f.LowerBoundValues()).UpperBoundValues(f.UpperBoundValues())
-	if d := f.DistinctValueCounts(); d != nil {
-		b.DistinctValueCounts(d)
-	}
 	if k := f.KeyMetadata(); k != nil {
 		b.KeyMetadata(k)
 	}

@@ -106,6 +106,18 @@ func TestAppendV3(t *testing.T) {
 		t.Fatalf("scanned %d ids, want 0..499", len(ids))
 	}
 	checkLineage(t, got)
+	// The files are committed with their statistics (a copy that lost
+	// them would stop file pruning) and their partition.
+	files0, err := lake.CurrentDataFiles(t.Context(), got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files0 {
+		if len(f.ColumnSizes()) != 3 || len(f.ValueCounts()) != 3 || len(f.LowerBoundValues()) == 0 || len(f.UpperBoundValues()) == 0 || len(f.Partition()) != 1 {
+			t.Fatalf("data file %s lost its statistics or partition: sizes %v, bounds %v, partition %v",
+				f.FilePath(), f.ColumnSizes(), f.LowerBoundValues(), f.Partition())
+		}
+	}
 	// An overwrite keeps the lineage invariants too.
 	over := rows(t, got, 1000, 1100)
 	defer over.Release()
