@@ -63,13 +63,13 @@ func (m refTable) clone() refTable {
 
 // createPeopleTable creates ns.name, partitioned by region when
 // partitioned is set.
-func (e *env) createPeopleTable(t *testing.T, ns, name string, partitioned bool) *table.Table {
+func (e *env) createPeopleTable(t testing.TB, ns, name string, partitioned bool) *table.Table {
 	t.Helper()
 	return e.createPeopleTableV(t, ns, name, partitioned, 2)
 }
 
 // createPeopleTableV is createPeopleTable of format version version.
-func (e *env) createPeopleTableV(t *testing.T, ns, name string, partitioned bool, version int) *table.Table {
+func (e *env) createPeopleTableV(t testing.TB, ns, name string, partitioned bool, version int) *table.Table {
 	t.Helper()
 	ctx := context.Background()
 	cat := e.f.App.Catalog()
