@@ -984,9 +984,9 @@ func (ss *session) auditDML(ctx context.Context, st *dmlStmt, tables []string, t
 type scanFile struct {
 	task table.FileScanTask
 	path string
-	// dvPath is the position file made from the data file's deletion
-	// vector ("": none).
-	dvPath string
+	// dvPaths are the position files made from the data file's deletion
+	// vectors (v3 allows one; all are applied).
+	dvPaths []string
 }
 
 // targetScan renders the rows of the target's data files with each row's
@@ -1009,9 +1009,11 @@ func (e *Engine) newTargetScan(ctx context.Context, schema *iceberg.Schema, cols
 		}
 		sf := scanFile{task: t, path: p}
 		for _, d := range t.DeletionVectorFiles {
-			if sf.dvPath, err = e.files.dvPath(ctx, d, t.File.FilePath(), t.File.Count(), pins); err != nil {
+			dp, err := e.files.dvPath(ctx, d, t.File.FilePath(), t.File.Count(), pins)
+			if err != nil {
 				return nil, err
 			}
+			sf.dvPaths = append(sf.dvPaths, dp)
 		}
 		ts.files = append(ts.files, sf)
 		for _, d := range slices.Concat(t.DeleteFiles, t.EqualityDeleteFiles) {
@@ -1053,8 +1055,8 @@ func (ts *targetScan) sql(files []scanFile) (string, error) {
 	)
 	for _, f := range files {
 		paths = append(paths, f.path)
-		if f.dvPath != "" {
-			dvDel = append(dvDel, f.dvPath)
+		if len(f.dvPaths) > 0 {
+			dvDel = append(dvDel, f.dvPaths...)
 			dvMap = append(dvMap, "("+sqlString(f.task.File.FilePath())+", "+sqlString(f.path)+")")
 		}
 		if len(f.task.DeleteFiles) > 0 {

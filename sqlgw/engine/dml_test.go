@@ -479,8 +479,27 @@ func TestDMLAuthorization(t *testing.T) {
 }
 
 func TestDMLConcurrent(t *testing.T) {
+	t.Run("v2", func(t *testing.T) { testDMLConcurrent(t, false) })
+	// Merge-on-read: each UPDATE replaces the file's deletion vector; a
+	// concurrent one must not resurrect a row the other deleted.
+	t.Run("v3/merge-on-read", func(t *testing.T) { testDMLConcurrent(t, true) })
+}
+
+func testDMLConcurrent(t *testing.T, mor bool) {
 	e := newEnv(t)
 	tbl := e.createPeople(t, "crm", "counter")
+	if mor {
+		tbl = e.createPeopleTableV(t, "crm", "counter_v3", false, 3)
+		txn := tbl.NewTransaction()
+		if err := txn.SetProperties(iceberg.Properties{"write.update.mode": "merge-on-read"}); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if tbl, err = txn.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qn := "crm." + tbl.Identifier()[len(tbl.Identifier())-1]
 	appendPeople(t, tbl, people(6)...)
 	const workers, rounds = 2, 8
 	var (
@@ -497,7 +516,7 @@ func TestDMLConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := range rounds {
 				// Read-modify-write of one row: a lost update would show.
-				_, err := c.Exec(context.Background(), "UPDATE crm.counter SET salary = salary + 1 WHERE id = 1")
+				_, err := c.Exec(context.Background(), "UPDATE "+qn+" SET salary = salary + 1 WHERE id = 1")
 				mu.Lock()
 				if err == nil {
 					ok++
@@ -505,7 +524,7 @@ func TestDMLConcurrent(t *testing.T) {
 					failures = append(failures, err)
 				}
 				mu.Unlock()
-				_, err = c.Exec(context.Background(), "INSERT INTO crm.counter (id, region) VALUES ($1, 'eu')", int64(1000+w*100+i))
+				_, err = c.Exec(context.Background(), "INSERT INTO "+qn+" (id, region) VALUES ($1, 'eu')", int64(1000+w*100+i))
 				mu.Lock()
 				if err == nil {
 					inserted++
@@ -527,13 +546,29 @@ func TestDMLConcurrent(t *testing.T) {
 		t.Fatalf("only %d updates and %d inserts of %d succeeded", ok, inserted, 2*workers*rounds)
 	}
 	c := e.admin(t)
-	rows := mustRows(t, c, "SELECT salary FROM crm.counter WHERE id = 1")
+	rows := mustRows(t, c, "SELECT salary FROM "+qn+" WHERE id = 1")
 	if want := float64(1000 + ok); len(rows) != 1 || rows[0][0] != want {
 		t.Fatalf("salary %v after %d successful updates, want %v (a lost update)", rows, ok, want)
 	}
-	rows = mustRows(t, c, "SELECT count(*) FROM crm.counter")
+	rows = mustRows(t, c, "SELECT count(*) FROM "+qn)
 	if want := int64(6 + inserted); rows[0][0] != want {
 		t.Fatalf("count %v, want %d", rows, want)
+	}
+	if mor {
+		cur := e.loadTable(t, "crm", "counter_v3")
+		if liveDVs(t, cur) == 0 {
+			t.Fatal("no deletion vector: the merge-on-read path was not taken")
+		}
+		tasks, err := cur.Scan().PlanFiles(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			if len(task.DeletionVectorFiles) > 1 {
+				t.Fatalf("data file %s has %d live deletion vectors (v3 allows one)", task.File.FilePath(), len(task.DeletionVectorFiles))
+			}
+		}
+		checkLineage(t, cur)
 	}
 	t.Logf("%d updates and %d inserts succeeded, %d gave up with 40001", ok, inserted, len(failures))
 }
