@@ -85,21 +85,22 @@ func (st *dmlStmt) commitRowDelta(ctx context.Context, pl *dmlPlan, chg string, 
 			oldDVs = append(oldDVs, old)
 		}
 	}
-	// The rows an UPDATE or MERGE writes.
-	names := make([]string, len(pl.cols))
-	for i, c := range pl.cols {
-		names[i] = quoteIdent(c.name)
-	}
-	asc, err := arrowSchemaOf(pl.tbl)
+	// The rows an UPDATE or MERGE writes, an updated row with the _row_id
+	// of the row it replaces.
+	kept, err := pl.scan.sqlWith(affected, true)
 	if err != nil {
 		return err
 	}
-	crow, err := ss.conn.QueryContext(ctx, "SELECT "+strings.Join(names, ", ")+" FROM "+chg+" WHERE __floe_k <> 'D'", nil)
+	asc, writeOpts, err := lineageWrite(pl)
+	if err != nil {
+		return err
+	}
+	crow, err := ss.conn.QueryContext(ctx, lineageContent(pl, kept, chg, false), nil)
 	if err != nil {
 		return err
 	}
 	rdr := newRowReader(asc, crow)
-	files, err := lake.WriteDataFiles(ctx, pl.tbl, rdr)
+	files, err := lake.WriteDataFiles(ctx, pl.tbl, rdr, writeOpts...)
 	_ = crow.Close()
 	rdr.Release()
 	if err != nil {

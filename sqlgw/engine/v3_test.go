@@ -252,7 +252,47 @@ func TestRowLineageColumns(t *testing.T) {
 	tbl = appendPeople(t, tbl, all[:8]...)
 	tbl = appendPeople(t, tbl, all[8:]...)
 	dvDelete(t, tbl, iceberg.EqualTo(iceberg.Reference("id"), int64(4)))
+	before := lineageOf(t, e.loadTable(t, "crm", "lineage"))
+	// A copy-on-write UPDATE (write.update.mode is not set) rewrites the
+	// files of ids 1 and 2 and keeps every row's lineage: the copied rows
+	// their _row_id and sequence number, the updated rows their _row_id
+	// with the new snapshot's sequence number.
 	execTag(t, c, "UPDATE crm.lineage SET salary = 1 WHERE id IN (1, 2)")
+	cur := e.loadTable(t, "crm", "lineage")
+	after, seq := lineageOf(t, cur), cur.CurrentSnapshot().SequenceNumber
+	if len(after) != len(before) {
+		t.Fatalf("%d rows after the update, %d before", len(after), len(before))
+	}
+	for id, b := range before {
+		want := b
+		if id == 1 || id == 2 {
+			want[1] = seq
+		}
+		if after[id] != want {
+			t.Errorf("row %d: lineage %v after the update, want %v (before: %v)", id, after[id], want, b)
+		}
+	}
+	// The same with a merge-on-read UPDATE (a deletion vector and a new
+	// file of the updated row).
+	txn = cur.NewTransaction()
+	if err := txn.SetProperties(iceberg.Properties{"write.update.mode": table.WriteModeMergeOnRead}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	execTag(t, c, "UPDATE crm.lineage SET salary = 2 WHERE id = 3")
+	cur = e.loadTable(t, "crm", "lineage")
+	again, seq := lineageOf(t, cur), cur.CurrentSnapshot().SequenceNumber
+	for id, b := range after {
+		want := b
+		if id == 3 {
+			want[1] = seq
+		}
+		if again[id] != want {
+			t.Errorf("row %d: lineage %v after the merge-on-read update, want %v", id, again[id], want)
+		}
+	}
 	check := func(what string, conn *pgx.Conn, where string) {
 		t.Helper()
 		want := lineageOf(t, e.loadTable(t, "crm", "lineage"))
