@@ -153,12 +153,21 @@ def test_floe_writes_v3_spark_reads(floe: FloeServer, spark: Any) -> None:
         model[100] = (100, "inserted", 7, "eu")
         model[101] = (101, None, None, "us")
         check("INSERT")
+        lineage = "SELECT id, _row_id, _last_updated_sequence_number FROM "
+        before = {r[0]: (r[1], r[2]) for r in spark.sql(lineage + fq).collect()}
         conn.execute(f"UPDATE {t} SET qty = qty * 10 WHERE id <= 10")
         for i in list(model):
             if i <= 10:
                 r = model[i]
                 model[i] = (r[0], r[1], None if r[2] is None else r[2] * 10, r[3])
         check("UPDATE")
+        # Row lineage as Spark reads it: every row keeps its _row_id; only
+        # the updated rows get a new sequence number.
+        after = {r[0]: (r[1], r[2]) for r in spark.sql(lineage + fq).collect()}
+        assert after.keys() == before.keys()
+        for i, (rid, seq) in after.items():
+            assert rid == before[i][0], f"row {i}: _row_id {before[i][0]} became {rid}"
+            assert (seq == before[i][1]) == (i > 10), f"row {i}: sequence number {before[i][1]} -> {seq}"
         conn.execute(f"DELETE FROM {t} WHERE region = 'us' AND id > 30")
         for i in [i for i, r in model.items() if r[3] == "us" and i > 30]:
             del model[i]
