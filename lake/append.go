@@ -52,10 +52,20 @@ func WriteDataFiles(ctx context.Context, tbl *table.Table, rdr array.RecordReade
 // props, and returns the table as committed. When a concurrent writer
 // commits first, the table is reloaded and the files are appended on top
 // of its new state (never replacing that writer's snapshot), up to
-// CommitAttempts times. The files are not removed on failure.
+// CommitAttempts times. On a format-version 3 table each attempt numbers
+// the files' rows from the table's next-row-id (AssignFirstRowIDs). The
+// files are not removed on failure.
 func AppendFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile, props iceberg.Properties) (*table.Table, error) {
 	return commitRetrying(ctx, tbl, func(txn *table.Transaction) error {
-		return txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck())
+		staged, err := txn.StagedTable()
+		if err != nil {
+			return err
+		}
+		numbered, err := AssignFirstRowIDs(staged.Metadata(), files)
+		if err != nil {
+			return err
+		}
+		return txn.AddDataFiles(ctx, numbered, props, table.WithoutDuplicateCheck())
 	})
 }
 

@@ -28,10 +28,14 @@ func ReplaceAllFiles(ctx context.Context, tbl *table.Table, files []iceberg.Data
 		if len(current) == 0 && len(files) == 0 {
 			return nil
 		}
-		if len(current) == 0 {
-			return txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck())
+		numbered, err := AssignFirstRowIDs(staged.Metadata(), files)
+		if err != nil {
+			return err
 		}
-		return txn.ReplaceDataFilesWithDataFiles(ctx, current, files, props)
+		if len(current) == 0 {
+			return txn.AddDataFiles(ctx, numbered, props, table.WithoutDuplicateCheck())
+		}
+		return txn.ReplaceDataFilesWithDataFiles(ctx, current, numbered, props)
 	})
 }
 

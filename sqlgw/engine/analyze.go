@@ -19,6 +19,10 @@ type tableRef struct {
 	path  []string // catalog, schema, table parts as written (1 to 3)
 	at    *atClause
 	prune []pruneTerm // WHERE conjuncts about this table alone (prune.go)
+	// lineage is set when the statement names a row lineage column
+	// (_row_id, _last_updated_sequence_number): a v3 table's view then
+	// has them (lineage.go).
+	lineage bool
 }
 
 // atClause is a time-travel clause: AT (VERSION => n) or AT (TIMESTAMP => 'ts').

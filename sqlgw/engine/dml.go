@@ -293,8 +293,18 @@ func (st *dmlStmt) runChange(ctx context.Context, pl *dmlPlan, args []driver.Nam
 		}
 		affected = append(affected, f)
 	}
+	// On a v3 table in merge-on-read mode, deletion vectors instead.
+	if mergeOnRead(pl.tbl, st.d.kind) {
+		return st.commitRowDelta(ctx, pl, chg, affected, out)
+	}
 	// The new content: the kept rows of those files, and the new rows.
-	kept, err := pl.scan.sql(affected)
+	// On a v3 table the rows keep their lineage (the spec asks it of
+	// writers that move rows): a kept row its _row_id and
+	// _last_updated_sequence_number, an updated row its _row_id (the
+	// sequence number is the new snapshot's, by inheritance), a new row
+	// none (its file's first_row_id numbers it).
+	lineage := pl.tbl.Metadata().Version() >= 3
+	kept, err := pl.scan.sqlWith(affected, lineage)
 	if err != nil {
 		return err
 	}
@@ -310,12 +320,19 @@ func (st *dmlStmt) runChange(ctx context.Context, pl *dmlPlan, args []driver.Nam
 	if err != nil {
 		return err
 	}
+	var writeOpts []table.WriteRecordOption
+	if lineage {
+		content = lineageContent(pl, kept, chg, true)
+		if asc, writeOpts, err = lineageWrite(pl); err != nil {
+			return err
+		}
+	}
 	crow, err := ss.conn.QueryContext(ctx, content, nil)
 	if err != nil {
 		return err
 	}
 	rdr := newRowReader(asc, crow)
-	files, err := lake.WriteDataFiles(ctx, pl.tbl, rdr)
+	files, err := lake.WriteDataFiles(ctx, pl.tbl, rdr, writeOpts...)
 	_ = crow.Close()
 	rdr.Release()
 	if err != nil {
@@ -325,14 +342,24 @@ func (st *dmlStmt) runChange(ctx context.Context, pl *dmlPlan, args []driver.Nam
 		return err
 	}
 	removed := make([]iceberg.DataFile, len(affected))
+	var removedDVs []iceberg.DataFile // the deletion vectors of removed files go with them
 	for i, f := range affected {
 		removed[i] = f.task.File
+		removedDVs = append(removedDVs, f.task.DeletionVectorFiles...)
+	}
+	// On a v3 table the new files' rows get row ids from the table's
+	// next-row-id (the commit is against pl.tbl's metadata, or fails).
+	if files, err = lake.AssignFirstRowIDs(pl.tbl.Metadata(), files); err != nil {
+		lake.RemoveFiles(context.WithoutCancel(ctx), pl.tbl, files)
+		return err
 	}
 	txn := pl.tbl.NewTransaction()
 	if len(removed) == 0 {
 		err = txn.AddDataFiles(ctx, files, st.snapshotProps(), table.WithoutDuplicateCheck())
-	} else {
+	} else if len(removedDVs) == 0 {
 		err = txn.ReplaceDataFilesWithDataFiles(ctx, removed, files, st.snapshotProps())
+	} else {
+		err = txn.ReplaceFiles(ctx, removed, files, removedDVs, st.snapshotProps())
 	}
 	if err != nil {
 		lake.RemoveFiles(context.WithoutCancel(ctx), pl.tbl, files)
@@ -352,6 +379,44 @@ func (st *dmlStmt) runChange(ctx context.Context, pl *dmlPlan, args []driver.Nam
 		out.snapshot = s.SnapshotID
 	}
 	return nil
+}
+
+// lineageContent renders the rows a change writes on a v3 table with
+// their lineage columns: the changed (updated or inserted) rows of chg,
+// an updated row with the _row_id of the row it replaces (kept: the
+// target's affected files with __floe_rid and __floe_seq) and a NULL
+// sequence number, which the new snapshot's fills in; with withKept, the
+// unchanged rows of kept too, with their lineage as it was.
+func lineageContent(pl *dmlPlan, kept, chg string, withKept bool) string {
+	names := make([]string, len(pl.cols))
+	cl := make([]string, len(pl.cols))
+	for i, c := range pl.cols {
+		names[i] = quoteIdent(c.name)
+		cl[i] = "__floe_c." + quoteIdent(c.name)
+	}
+	var b strings.Builder
+	b.WriteString("WITH __floe_x AS MATERIALIZED (" + kept + ") ")
+	if withKept {
+		b.WriteString("SELECT " + strings.Join(names, ", ") + ", __floe_rid AS " + quoteIdent(iceberg.RowIDColumnName) +
+			", __floe_seq AS " + quoteIdent(iceberg.LastUpdatedSequenceNumberColumnName) + " FROM __floe_x ANTI JOIN " + chg +
+			" AS __floe_c ON __floe_c.__floe_f = __floe_x.__floe_f AND __floe_c.__floe_p = __floe_x.__floe_p UNION ALL ")
+	}
+	b.WriteString("SELECT " + strings.Join(cl, ", ") + ", __floe_x.__floe_rid AS " + quoteIdent(iceberg.RowIDColumnName) +
+		", CAST(NULL AS BIGINT) AS " + quoteIdent(iceberg.LastUpdatedSequenceNumberColumnName) + " FROM " + chg +
+		" AS __floe_c LEFT JOIN __floe_x ON __floe_x.__floe_f = __floe_c.__floe_f AND __floe_x.__floe_p = __floe_c.__floe_p WHERE __floe_c.__floe_k <> 'D'")
+	return b.String()
+}
+
+// lineageWrite returns the Arrow schema and writer options of data files
+// of a v3 table that store the row lineage columns.
+func lineageWrite(pl *dmlPlan) (*arrow.Schema, []table.WriteRecordOption, error) {
+	fileSchema := iceberg.SchemaWithRowLineage(pl.tbl.Schema())
+	asc, err := table.SchemaToArrowSchemaWithOptions(fileSchema, table.ArrowSchemaOptions{IncludeFieldIDs: true,
+		TableProperties: pl.tbl.Properties()})
+	if err != nil {
+		return nil, nil, err
+	}
+	return asc, []table.WriteRecordOption{table.WithPreserveRowLineage(fileSchema)}, nil
 }
 
 // count runs a query of one integer.
@@ -970,6 +1035,9 @@ func (ss *session) auditDML(ctx context.Context, st *dmlStmt, tables []string, t
 type scanFile struct {
 	task table.FileScanTask
 	path string
+	// dvPaths are the position files made from the data file's deletion
+	// vectors (v3 allows one; all are applied).
+	dvPaths []string
 }
 
 // targetScan renders the rows of the target's data files with each row's
@@ -986,14 +1054,19 @@ type targetScan struct {
 func (e *Engine) newTargetScan(ctx context.Context, schema *iceberg.Schema, cols []column, tasks []table.FileScanTask, pins *pinSet) (*targetScan, error) {
 	ts := &targetScan{schema: schema, cols: cols, delPath: map[string]string{}}
 	for _, t := range tasks {
-		if len(t.DeletionVectorFiles) > 0 {
-			return nil, unsupported("the table has deletion vectors, which the SQL endpoint does not read yet")
-		}
 		p, err := e.files.path(ctx, t.File.FilePath(), pins)
 		if err != nil {
 			return nil, err
 		}
-		ts.files = append(ts.files, scanFile{task: t, path: p})
+		sf := scanFile{task: t, path: p}
+		for _, d := range t.DeletionVectorFiles {
+			dp, err := e.files.dvPath(ctx, d, t.File.FilePath(), t.File.Count(), pins)
+			if err != nil {
+				return nil, err
+			}
+			sf.dvPaths = append(sf.dvPaths, dp)
+		}
+		ts.files = append(ts.files, sf)
 		for _, d := range slices.Concat(t.DeleteFiles, t.EqualityDeleteFiles) {
 			if _, ok := ts.delPath[d.FilePath()]; ok {
 				continue
@@ -1012,11 +1085,21 @@ func (e *Engine) newTargetScan(ctx context.Context, schema *iceberg.Schema, cols
 // (the path), __floe_p (the row's position in the file) and the table's
 // columns.
 func (ts *targetScan) sql(files []scanFile) (string, error) {
+	return ts.sqlWith(files, false)
+}
+
+// sqlWith is sql, with each row's _row_id and _last_updated_sequence_number
+// (as lineage.go defines them) as __floe_rid and __floe_seq when lineage
+// is set.
+func (ts *targetScan) sqlWith(files []scanFile, lineage bool) (string, error) {
 	var b strings.Builder
 	if len(files) == 0 {
 		b.WriteString("SELECT CAST(NULL AS VARCHAR) AS __floe_f, CAST(NULL AS BIGINT) AS __floe_p")
 		for _, c := range ts.cols {
 			b.WriteString(", CAST(NULL AS " + c.typ + ") AS " + quoteIdent(c.name))
+		}
+		if lineage {
+			b.WriteString(", CAST(NULL AS BIGINT) AS __floe_rid, CAST(NULL AS BIGINT) AS __floe_seq")
 		}
 		b.WriteString(" WHERE false")
 		return b.String(), nil
@@ -1028,9 +1111,15 @@ func (ts *targetScan) sql(files []scanFile) (string, error) {
 		hasPos []string // "(location, path)" of data files with position deletes
 		eqOf   = map[string][]string{}
 		eqFile = map[string]iceberg.DataFile{}
+		dvDel  []string
+		dvMap  []string
 	)
 	for _, f := range files {
 		paths = append(paths, f.path)
+		if len(f.dvPaths) > 0 {
+			dvDel = append(dvDel, f.dvPaths...)
+			dvMap = append(dvMap, "("+sqlString(f.task.File.FilePath())+", "+sqlString(f.path)+")")
+		}
 		if len(f.task.DeleteFiles) > 0 {
 			hasPos = append(hasPos, "("+sqlString(f.task.File.FilePath())+", "+sqlString(f.path)+")")
 		}
@@ -1049,7 +1138,24 @@ func (ts *targetScan) sql(files []scanFile) (string, error) {
 	for _, c := range ts.cols {
 		b.WriteString(", d." + quoteIdent(c.name))
 	}
-	b.WriteString(" FROM read_parquet(" + sqlList(paths) + ", schema=" + schemaMap(ts.cols) + ", filename=true, file_row_number=true) AS d")
+	readCols := ts.cols
+	if lineage {
+		b.WriteString(strings.NewReplacer(`AS "_row_id"`, "AS __floe_rid", `AS "_last_updated_sequence_number"`, "AS __floe_seq").Replace(lineageColumns))
+		readCols = append(ts.cols[:len(ts.cols):len(ts.cols)], lineageFileColumns...)
+	}
+	b.WriteString(" FROM read_parquet(" + sqlList(paths) + ", schema=" + schemaMap(readCols) + ", filename=true, file_row_number=true) AS d")
+	if lineage {
+		tasks := make([]table.FileScanTask, len(files))
+		pathOf := make(map[string]string, len(files))
+		for i, f := range files {
+			tasks[i] = f.task
+			pathOf[f.task.File.FilePath()] = f.path
+		}
+		appendLineageJoin(&b, tasks, pathOf)
+	}
+	if len(dvDel) > 0 {
+		appendPositionJoin(&b, "dv", dvDel, dvMap)
+	}
 	err := appendDeleteJoins(&b, ts.schema, posDel, hasPos, eqFile,
 		func(loc string) (string, error) { return ts.delPath[loc], nil },
 		func(loc string) []string { return eqOf[loc] })

@@ -63,7 +63,13 @@ func (m refTable) clone() refTable {
 
 // createPeopleTable creates ns.name, partitioned by region when
 // partitioned is set.
-func (e *env) createPeopleTable(t *testing.T, ns, name string, partitioned bool) *table.Table {
+func (e *env) createPeopleTable(t testing.TB, ns, name string, partitioned bool) *table.Table {
+	t.Helper()
+	return e.createPeopleTableV(t, ns, name, partitioned, 2)
+}
+
+// createPeopleTableV is createPeopleTable of format version version.
+func (e *env) createPeopleTableV(t testing.TB, ns, name string, partitioned bool, version int) *table.Table {
 	t.Helper()
 	ctx := context.Background()
 	cat := e.f.App.Catalog()
@@ -71,7 +77,7 @@ func (e *env) createPeopleTable(t *testing.T, ns, name string, partitioned bool)
 	if err := cat.CreateNamespace(ctx, e.f.Warehouse, nsp, nil); err != nil && !isExists(err) {
 		t.Fatal(err)
 	}
-	req := catalog.CreateTableRequest{Name: name, Schema: peopleSchema()}
+	req := catalog.CreateTableRequest{Name: name, Schema: peopleSchema(), Properties: map[string]string{"format-version": fmt.Sprint(version)}}
 	if partitioned {
 		spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{3}, FieldID: 1000, Name: "region", Transform: iceberg.IdentityTransform{}})
 		req.Spec = &spec
@@ -163,11 +169,27 @@ func TestDMLStatements(t *testing.T) {
 	c := e.admin(t)
 	src := e.createPeople(t, "crm", "src")
 	appendPeople(t, src, people(3)...)
-	for _, partitioned := range []bool{false, true} {
-		t.Run(fmt.Sprintf("partitioned=%v", partitioned), func(t *testing.T) {
-			name := fmt.Sprintf("people_%v", partitioned)
+	for _, tc := range []struct {
+		partitioned bool
+		version     int
+		mor         bool // merge-on-read: deletion vectors
+	}{{false, 2, false}, {true, 2, false}, {false, 3, false}, {true, 3, false}, {false, 3, true}, {true, 3, true}} {
+		partitioned := tc.partitioned
+		t.Run(fmt.Sprintf("partitioned=%v/v%d/mor=%v", partitioned, tc.version, tc.mor), func(t *testing.T) {
+			name := fmt.Sprintf("people_%v_v%d_%v", partitioned, tc.version, tc.mor)
 			qn := "crm." + name
-			tbl := e.createPeopleTable(t, "crm", name, partitioned)
+			tbl := e.createPeopleTableV(t, "crm", name, partitioned, tc.version)
+			if tc.mor {
+				txn := tbl.NewTransaction()
+				if err := txn.SetProperties(iceberg.Properties{"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read",
+					"write.merge.mode": "merge-on-read"}); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				if tbl, err = txn.Commit(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
 			// Two appends: two data files (or more, by partition).
 			all := people(20)
 			appendPeople(t, tbl, all[:10]...)
@@ -179,6 +201,16 @@ func TestDMLStatements(t *testing.T) {
 				t.Helper()
 				sameRows(t, what+" (SQL)", mustRows(t, c, fmt.Sprintf(selectPeople, qn)), ref.rows())
 				sameRows(t, what+" (iceberg-go)", icebergRows(t, e.loadTable(t, "crm", name)), ref.rows())
+				if tc.version >= 3 {
+					cur := e.loadTable(t, "crm", name)
+					checkLineage(t, cur)
+					if d := danglingDVs(t, cur); len(d) > 0 {
+						t.Fatalf("%s: deletion vectors of removed data files: %v", what, d)
+					}
+					if what != "insert values" && what != "insert select" && tc.mor != (liveDVs(t, cur) > 0) {
+						t.Fatalf("%s: %d live deletion vectors in merge-on-read=%v", what, liveDVs(t, cur), tc.mor)
+					}
+				}
 			}
 
 			// INSERT VALUES with NULLs and casts (int and text to DOUBLE).
@@ -447,8 +479,27 @@ func TestDMLAuthorization(t *testing.T) {
 }
 
 func TestDMLConcurrent(t *testing.T) {
+	t.Run("v2", func(t *testing.T) { testDMLConcurrent(t, false) })
+	// Merge-on-read: each UPDATE replaces the file's deletion vector; a
+	// concurrent one must not resurrect a row the other deleted.
+	t.Run("v3/merge-on-read", func(t *testing.T) { testDMLConcurrent(t, true) })
+}
+
+func testDMLConcurrent(t *testing.T, mor bool) {
 	e := newEnv(t)
 	tbl := e.createPeople(t, "crm", "counter")
+	if mor {
+		tbl = e.createPeopleTableV(t, "crm", "counter_v3", false, 3)
+		txn := tbl.NewTransaction()
+		if err := txn.SetProperties(iceberg.Properties{"write.update.mode": "merge-on-read"}); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if tbl, err = txn.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qn := "crm." + tbl.Identifier()[len(tbl.Identifier())-1]
 	appendPeople(t, tbl, people(6)...)
 	const workers, rounds = 2, 8
 	var (
@@ -465,7 +516,7 @@ func TestDMLConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := range rounds {
 				// Read-modify-write of one row: a lost update would show.
-				_, err := c.Exec(context.Background(), "UPDATE crm.counter SET salary = salary + 1 WHERE id = 1")
+				_, err := c.Exec(context.Background(), "UPDATE "+qn+" SET salary = salary + 1 WHERE id = 1")
 				mu.Lock()
 				if err == nil {
 					ok++
@@ -473,7 +524,7 @@ func TestDMLConcurrent(t *testing.T) {
 					failures = append(failures, err)
 				}
 				mu.Unlock()
-				_, err = c.Exec(context.Background(), "INSERT INTO crm.counter (id, region) VALUES ($1, 'eu')", int64(1000+w*100+i))
+				_, err = c.Exec(context.Background(), "INSERT INTO "+qn+" (id, region) VALUES ($1, 'eu')", int64(1000+w*100+i))
 				mu.Lock()
 				if err == nil {
 					inserted++
@@ -495,13 +546,29 @@ func TestDMLConcurrent(t *testing.T) {
 		t.Fatalf("only %d updates and %d inserts of %d succeeded", ok, inserted, 2*workers*rounds)
 	}
 	c := e.admin(t)
-	rows := mustRows(t, c, "SELECT salary FROM crm.counter WHERE id = 1")
+	rows := mustRows(t, c, "SELECT salary FROM "+qn+" WHERE id = 1")
 	if want := float64(1000 + ok); len(rows) != 1 || rows[0][0] != want {
 		t.Fatalf("salary %v after %d successful updates, want %v (a lost update)", rows, ok, want)
 	}
-	rows = mustRows(t, c, "SELECT count(*) FROM crm.counter")
+	rows = mustRows(t, c, "SELECT count(*) FROM "+qn)
 	if want := int64(6 + inserted); rows[0][0] != want {
 		t.Fatalf("count %v, want %d", rows, want)
+	}
+	if mor {
+		cur := e.loadTable(t, "crm", "counter_v3")
+		if liveDVs(t, cur) == 0 {
+			t.Fatal("no deletion vector: the merge-on-read path was not taken")
+		}
+		tasks, err := cur.Scan().PlanFiles(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			if len(task.DeletionVectorFiles) > 1 {
+				t.Fatalf("data file %s has %d live deletion vectors (v3 allows one)", task.File.FilePath(), len(task.DeletionVectorFiles))
+			}
+		}
+		checkLineage(t, cur)
 	}
 	t.Logf("%d updates and %d inserts succeeded, %d gave up with 40001", ok, inserted, len(failures))
 }

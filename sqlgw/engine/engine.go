@@ -479,6 +479,11 @@ func (st *selectStmt) plan(ctx context.Context) error {
 		return err
 	}
 	attachPruning(stmt, a.refs)
+	if mentionsLineage(st.tree) {
+		for _, ref := range a.refs {
+			ref.lineage = true
+		}
+	}
 	if a.system {
 		if err := ss.syncCatalog(ctx); err != nil {
 			return err

@@ -236,6 +236,13 @@ func (c *fileCache) path(ctx context.Context, location string, ps *pinSet) (stri
 	} else if ok {
 		return p, nil
 	}
+	return c.pinned(ctx, location, ps, func(ctx context.Context) (*cachedFile, error) { return c.load(ctx, location) })
+}
+
+// pinned returns the path of the in-memory file cached under key, pinned
+// in ps, made by load when it is not cached (once, however many queries
+// ask for it at the same time).
+func (c *fileCache) pinned(ctx context.Context, location string, ps *pinSet, load func(context.Context) (*cachedFile, error)) (string, error) {
 	for {
 		c.mu.Lock()
 		if el, ok := c.entries[location]; ok {
@@ -261,7 +268,7 @@ func (c *fileCache) path(ctx context.Context, location string, ps *pinSet) (stri
 		lc := &loadCall{done: make(chan struct{})}
 		c.loading[location] = lc
 		c.mu.Unlock()
-		cf, err := c.load(ctx, location)
+		cf, err := load(ctx)
 		c.mu.Lock()
 		delete(c.loading, location)
 		lc.err = err

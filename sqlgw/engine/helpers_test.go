@@ -142,7 +142,7 @@ func people(n int) []person {
 }
 
 // connect opens a pgx connection as user with token as the password.
-func (e *env) connect(t *testing.T, user, token string) *pgx.Conn {
+func (e *env) connect(t testing.TB, user, token string) *pgx.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -101,15 +101,19 @@ func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *
 		r.files, r.pruned = len(tasks), all-len(tasks)
 	}
 	var base string
-	if size > 0 {
+	lineage := ref.lineage && tbl.Metadata().Version() >= 3
+	switch {
+	case lineage:
+		base, err = e.lineageSQL(ctx, tbl.Schema(), tasks, pins)
+	case size > 0:
 		base, err = ss.keptBase(ctx, tbl, r.snapshot, tasks, size, pins)
-	} else {
+	default:
 		base, err = e.baseSQL(ctx, tbl.Schema(), tasks, pins)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if r.sql, err = e.policySQL(ctx, ss, wh, id, tbl, base, filters); err != nil {
+	if r.sql, err = e.policySQL(ctx, ss, wh, id, tbl, base, filters, lineage); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -237,6 +241,12 @@ func schemaMap(cols []column) string {
 // baseSQL renders the rows of a snapshot: its data files read by field id,
 // without the rows its position and equality delete files remove.
 func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []table.FileScanTask, pins *pinSet) (string, error) {
+	return e.scanSQL(ctx, schema, tasks, pins, false)
+}
+
+// scanSQL is baseSQL, with the row lineage columns when lineage is set
+// (see lineageSQL).
+func (e *Engine) scanSQL(ctx context.Context, schema *iceberg.Schema, tasks []table.FileScanTask, pins *pinSet, lineage bool) (string, error) {
 	cols, err := columnsOf(schema)
 	if err != nil {
 		return "", err
@@ -249,6 +259,10 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 		empty := make([]string, len(cols))
 		for i, c := range cols {
 			empty[i] = "CAST(NULL AS " + c.typ + ") AS " + quoteIdent(c.name)
+		}
+		if lineage {
+			empty = append(empty, "CAST(NULL AS BIGINT) AS "+quoteIdent(iceberg.RowIDColumnName),
+				"CAST(NULL AS BIGINT) AS "+quoteIdent(iceberg.LastUpdatedSequenceNumberColumnName))
 		}
 		if len(empty) == 0 {
 			return "SELECT WHERE false", nil
@@ -263,11 +277,10 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 		hasPos   []string // data file locations with position deletes
 		eqByFile = map[string][]string{}
 		eqFiles  = map[string]iceberg.DataFile{}
+		dvDel    []string // deletion vectors' position files
+		dvMap    []string // ('location', 'path') of the data files they name
 	)
 	for _, t := range tasks {
-		if len(t.DeletionVectorFiles) > 0 {
-			return "", unsupported("the table has deletion vectors, which the SQL endpoint does not read yet")
-		}
 		loc := t.File.FilePath()
 		p, err := e.files.path(ctx, loc, pins)
 		if err != nil {
@@ -277,6 +290,16 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 		pathOf[loc] = p
 		if len(t.DeleteFiles) > 0 {
 			hasPos = append(hasPos, loc)
+		}
+		// A v3 table's deletion vectors (at most one live per data file)
+		// are read as position files made from their bitmaps.
+		for _, d := range t.DeletionVectorFiles {
+			dp, err := e.files.dvPath(ctx, d, loc, t.File.Count(), pins)
+			if err != nil {
+				return "", err
+			}
+			dvDel = append(dvDel, dp)
+			dvMap = append(dvMap, "("+sqlString(loc)+", "+sqlString(p)+")")
 		}
 		for _, d := range t.DeleteFiles {
 			if posSeen[d.FilePath()] {
@@ -294,7 +317,7 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 			eqByFile[d.FilePath()] = append(eqByFile[d.FilePath()], loc)
 		}
 	}
-	byName := e.readableByName(schema, cols, tasks, pathOf)
+	byName := !lineage && e.readableByName(schema, cols, tasks, pathOf)
 	if byName {
 		for i, c := range cols {
 			names[i] = "CAST(d." + quoteIdent(c.name) + " AS " + c.typ + ") AS " + quoteIdent(c.name)
@@ -306,20 +329,33 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 		b.WriteString("NULL AS __floe_none")
 	}
 	b.WriteString(strings.Join(names, ", "))
+	if lineage {
+		b.WriteString(lineageColumns)
+	}
 	b.WriteString(" FROM read_parquet(")
 	b.WriteString(sqlList(paths))
 	if !byName {
 		b.WriteString(", schema=")
-		b.WriteString(schemaMap(cols))
+		if lineage {
+			b.WriteString(schemaMap(append(cols[:len(cols):len(cols)], lineageFileColumns...)))
+		} else {
+			b.WriteString(schemaMap(cols))
+		}
 	}
-	deletes := len(posDel) > 0 || len(eqFiles) > 0
-	if deletes {
+	deletes := len(posDel) > 0 || len(eqFiles) > 0 || len(dvDel) > 0
+	if deletes || lineage {
 		b.WriteString(", filename=true, file_row_number=true")
 	}
 	b.WriteString(") AS d")
+	if lineage {
+		appendLineageJoin(&b, tasks, pathOf)
+	}
 	var m []string
 	for _, loc := range hasPos {
 		m = append(m, "("+sqlString(loc)+", "+sqlString(pathOf[loc])+")")
+	}
+	if len(dvDel) > 0 {
+		appendPositionJoin(&b, "dv", dvDel, dvMap)
 	}
 	err = appendDeleteJoins(&b, schema, posDel, m, eqFiles,
 		func(loc string) (string, error) { return e.files.path(ctx, loc, pins) },
@@ -346,8 +382,7 @@ func (e *Engine) baseSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 func appendDeleteJoins(b *strings.Builder, schema *iceberg.Schema, posDel, posMap []string, eqFiles map[string]iceberg.DataFile,
 	eqPath func(loc string) (string, error), eqTargets func(loc string) []string) error {
 	if len(posDel) > 0 {
-		fmt.Fprintf(b, " ANTI JOIN (SELECT m.path, x.pos FROM read_parquet(%s) AS x JOIN (VALUES %s) AS m(loc, path) ON x.file_path = m.loc) AS pd ON pd.path = d.filename AND pd.pos = d.file_row_number",
-			sqlList(posDel), strings.Join(posMap, ", "))
+		appendPositionJoin(b, "pd", posDel, posMap)
 	}
 	for i, loc := range slices.Sorted(maps.Keys(eqFiles)) {
 		ids := eqFiles[loc].EqualityFieldIDs()
@@ -377,6 +412,15 @@ func appendDeleteJoins(b *strings.Builder, schema *iceberg.Schema, posDel, posMa
 			sqlList([]string{dp}), schemaMap(ecols), alias, strings.Join(quoteAll(eqTargets(loc)), ", "), strings.Join(conds, " AND "))
 	}
 	return nil
+}
+
+// appendPositionJoin appends to b the anti-join, named alias, that removes
+// the rows listed in position files (file_path, pos) from the data files
+// read as d: files are the paths to read, posMap one "('location',
+// 'path')" row per data file they may name.
+func appendPositionJoin(b *strings.Builder, alias string, files, posMap []string) {
+	fmt.Fprintf(b, " ANTI JOIN (SELECT m.path, x.pos FROM read_parquet(%s) AS x JOIN (VALUES %s) AS m(loc, path) ON x.file_path = m.loc) AS %s ON %s.path = d.filename AND %s.pos = d.file_row_number",
+		sqlList(files), strings.Join(posMap, ", "), alias, alias, alias)
 }
 
 // readableByName reports whether the data files of tasks can be read by

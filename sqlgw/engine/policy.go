@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/apache/iceberg-go"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,7 +69,7 @@ func (e *Engine) boundFilters(ctx context.Context, ss *session, wh string, id ca
 // by field id: only rows some filter admits, only columns some filter
 // shows, and a column's value only where a filter that shows it admits the
 // row.
-func (e *Engine) policySQL(ctx context.Context, ss *session, wh string, id catalog.Ident, tbl *table.Table, base string, filters []authz.DataFilter) (string, error) {
+func (e *Engine) policySQL(ctx context.Context, ss *session, wh string, id catalog.Ident, tbl *table.Table, base string, filters []authz.DataFilter, lineage bool) (string, error) {
 	cols, err := columnsOf(tbl.Schema())
 	if err != nil {
 		return "", err
@@ -121,6 +122,10 @@ func (e *Engine) policySQL(ctx context.Context, ss *session, wh string, id catal
 	}
 	if len(proj) == 0 {
 		return "", floe.E(floe.Forbidden, "privilege", "%s may read no column of this table", ss.sub)
+	}
+	if lineage {
+		// Row identity, not data: shown with every row the caller may see.
+		proj = append(proj, quoteIdent(iceberg.RowIDColumnName), quoteIdent(iceberg.LastUpdatedSequenceNumberColumnName))
 	}
 	var where []string
 	for _, p := range preds {
