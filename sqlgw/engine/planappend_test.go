@@ -11,12 +11,21 @@ import (
 	"github.com/floe-lake/floe/catalog"
 )
 
-// filesOf returns the sorted data file paths of tasks, each with its
-// delete files.
+// filesOf returns the sorted data file paths of tasks, each with its row
+// lineage constants and delete files.
 func filesOf(tasks []table.FileScanTask) []string {
 	var out []string
 	for _, t := range tasks {
 		s := t.File.FilePath()
+		if t.FirstRowID != nil {
+			s += fmt.Sprintf(" row %d", *t.FirstRowID)
+		}
+		if t.DataSequenceNumber != nil {
+			s += fmt.Sprintf(" seq %d", *t.DataSequenceNumber)
+		}
+		for _, d := range t.DeletionVectorFiles {
+			s += " dv" + d.FilePath()
+		}
 		for _, d := range t.DeleteFiles {
 			s += " -" + d.FilePath()
 		}
@@ -36,9 +45,15 @@ func filesOf(tasks []table.FileScanTask) []string {
 // Before, every query's plan read every manifest of the table again, most
 // of the SQL endpoint's allocation in the 10-minute soak.
 func TestAppendPlanMatchesFullPlan(t *testing.T) {
+	for _, version := range []string{"2", "3"} {
+		t.Run("v"+version, func(t *testing.T) { testAppendPlan(t, version) })
+	}
+}
+
+func testAppendPlan(t *testing.T, version string) {
 	e := newEnv(t)
 	ctx := context.Background()
-	tbl := e.createPeople(t, "crm", "stream")
+	tbl := e.createPeopleWith(t, "crm", "stream", map[string]string{"format-version": version, "write.delete.mode": "merge-on-read"})
 	eng := e.f.App.SQLEngine()
 	c := e.admin(t)
 	full0, app0 := eng.PlanStats()
@@ -64,6 +79,11 @@ func TestAppendPlanMatchesFullPlan(t *testing.T) {
 			want, err := tbl.Scan(table.WithSnapshotID(s.SnapshotID)).PlanFiles(ctx)
 			if err != nil {
 				t.Fatal(err)
+			}
+			for _, task := range got {
+				if version == "3" && task.FirstRowID == nil {
+					t.Fatalf("snapshot %d: v3 task of %s has no first row id", s.SnapshotID, task.File.FilePath())
+				}
 			}
 			if g, w := filesOf(got), filesOf(want); !slices.Equal(g, w) {
 				t.Fatalf("snapshot %d (%s): plan %v, full plan %v", s.SnapshotID, s.Summary.Operation, g, w)
