@@ -365,13 +365,18 @@ func (st *dmlStmt) runChange(ctx context.Context, pl *dmlPlan, args []driver.Nam
 		lake.RemoveFiles(context.WithoutCancel(ctx), pl.tbl, files)
 		return err
 	}
+	return commitDML(ctx, pl, txn, files, out)
+}
+
+// commitDML commits a change's transaction and records its snapshot in
+// out. After a clean conflict nothing refers to the files the change wrote
+// (written), so they are removed; after any other failure the commit's
+// outcome is unknown, and they are left for orphan cleanup.
+func commitDML(ctx context.Context, pl *dmlPlan, txn *table.Transaction, written []iceberg.DataFile, out *dmlOutcome) error {
 	tbl, err := txn.Commit(ctx)
 	if err != nil {
-		// After a clean conflict nothing refers to the files; after any
-		// other failure the commit's outcome is unknown, and the files are
-		// left for orphan cleanup.
 		if retryableCommit(err) {
-			lake.RemoveFiles(context.WithoutCancel(ctx), pl.tbl, files)
+			lake.RemoveFiles(context.WithoutCancel(ctx), pl.tbl, written)
 		}
 		return err
 	}

@@ -129,17 +129,7 @@ func (st *dmlStmt) commitRowDelta(ctx context.Context, pl *dmlPlan, chg string, 
 		lake.RemoveFiles(context.WithoutCancel(ctx), pl.tbl, written)
 		return err
 	}
-	tbl, err := txn.Commit(ctx)
-	if err != nil {
-		if retryableCommit(err) {
-			lake.RemoveFiles(context.WithoutCancel(ctx), pl.tbl, written)
-		}
-		return err
-	}
-	if s := tbl.CurrentSnapshot(); s != nil {
-		out.snapshot = s.SnapshotID
-	}
-	return nil
+	return commitDML(ctx, pl, txn, written, out)
 }
 
 // deletedPositions hands add the positions of the target rows in the file
