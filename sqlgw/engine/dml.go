@@ -212,21 +212,11 @@ func (st *dmlStmt) runInsert(ctx context.Context, pl *dmlPlan, args []driver.Nam
 	if err != nil {
 		return err
 	}
-	rows, err := st.ss.conn.QueryContext(ctx, pl.query, args)
+	files, n, err := st.writeRows(ctx, pl, asc, pl.query, args)
 	if err != nil {
 		return err
 	}
-	rdr := newRowReader(asc, rows)
-	files, err := lake.WriteDataFiles(ctx, pl.tbl, rdr)
-	_ = rows.Close()
-	rdr.Release()
-	if err != nil {
-		if rdr.err != nil {
-			return rdr.err
-		}
-		return err
-	}
-	out.rows = rdr.n
+	out.rows = n
 	if len(files) == 0 {
 		return nil
 	}
@@ -243,6 +233,28 @@ func (st *dmlStmt) runInsert(ctx context.Context, pl *dmlPlan, args []driver.Nam
 		out.snapshot = s.SnapshotID
 	}
 	return nil
+}
+
+// writeRows runs query on the session's DuckDB and writes its rows, whose
+// columns are asc's, into new data files of the target table; n counts the
+// rows. A row the table's schema refuses (a NULL in a required column) is
+// the error returned.
+func (st *dmlStmt) writeRows(ctx context.Context, pl *dmlPlan, asc *arrow.Schema, query string, args []driver.NamedValue, opts ...table.WriteRecordOption) (files []iceberg.DataFile, n int64, err error) {
+	rows, err := st.ss.conn.QueryContext(ctx, query, args)
+	if err != nil {
+		return nil, 0, err
+	}
+	rdr := newRowReader(asc, rows)
+	files, err = lake.WriteDataFiles(ctx, pl.tbl, rdr, opts...)
+	_ = rows.Close()
+	rdr.Release()
+	if err != nil {
+		if rdr.err != nil {
+			return nil, 0, rdr.err
+		}
+		return nil, 0, err
+	}
+	return files, rdr.n, nil
 }
 
 // runChange runs a DELETE, UPDATE or MERGE: the changes into a temporary
@@ -327,18 +339,8 @@ func (st *dmlStmt) runChange(ctx context.Context, pl *dmlPlan, args []driver.Nam
 			return err
 		}
 	}
-	crow, err := ss.conn.QueryContext(ctx, content, nil)
+	files, _, err := st.writeRows(ctx, pl, asc, content, nil, writeOpts...)
 	if err != nil {
-		return err
-	}
-	rdr := newRowReader(asc, crow)
-	files, err := lake.WriteDataFiles(ctx, pl.tbl, rdr, writeOpts...)
-	_ = crow.Close()
-	rdr.Release()
-	if err != nil {
-		if rdr.err != nil {
-			return rdr.err
-		}
 		return err
 	}
 	removed := make([]iceberg.DataFile, len(affected))

@@ -95,18 +95,8 @@ func (st *dmlStmt) commitRowDelta(ctx context.Context, pl *dmlPlan, chg string, 
 	if err != nil {
 		return err
 	}
-	crow, err := ss.conn.QueryContext(ctx, lineageContent(pl, kept, chg, false), nil)
+	files, _, err := st.writeRows(ctx, pl, asc, lineageContent(pl, kept, chg, false), nil, writeOpts...)
 	if err != nil {
-		return err
-	}
-	rdr := newRowReader(asc, crow)
-	files, err := lake.WriteDataFiles(ctx, pl.tbl, rdr, writeOpts...)
-	_ = crow.Close()
-	rdr.Release()
-	if err != nil {
-		if rdr.err != nil {
-			return rdr.err
-		}
 		return err
 	}
 	written := files
