@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-lake/floe/lake"
@@ -35,13 +36,9 @@ func (e *Engine) appendPlan(ctx context.Context, tbl *table.Table, snapshot int6
 	if !found {
 		return nil, nil, false, nil
 	}
-	fs, err := tbl.FS(ctx)
+	fs, list, err := readManifests(ctx, tbl, snap)
 	if err != nil {
 		return nil, nil, false, err
-	}
-	list, err := snap.Manifests(fs)
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("read the manifest list of %s snapshot %d: %w", strings.Join(tbl.Identifier(), "."), snapshot, err)
 	}
 	kept := make(map[string]bool, len(parentManifests))
 	for _, m := range parentManifests {
@@ -93,12 +90,7 @@ func (e *Engine) appendPlan(ctx context.Context, tbl *table.Table, snapshot int6
 	if err := lake.CheckTasks(tbl, fresh); err != nil {
 		return nil, nil, false, err
 	}
-	tasks = append(slices.Clip(parentTasks), fresh...)
-	manifests = make([]string, len(list))
-	for i, m := range list {
-		manifests[i] = m.FilePath()
-	}
-	return tasks, manifests, true, nil
+	return append(slices.Clip(parentTasks), fresh...), pathsOf(list), true, nil
 }
 
 // manifestPaths returns the paths of a snapshot's manifests.
@@ -107,17 +99,32 @@ func manifestPaths(ctx context.Context, tbl *table.Table, snapshot int64) ([]str
 	if snap == nil {
 		return nil, nil
 	}
-	fs, err := tbl.FS(ctx)
+	_, list, err := readManifests(ctx, tbl, snap)
 	if err != nil {
 		return nil, err
 	}
+	return pathsOf(list), nil
+}
+
+// readManifests reads a snapshot's manifest list through the table's
+// FileIO, which it returns for reading the manifests.
+func readManifests(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (icebergio.IO, []iceberg.ManifestFile, error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	list, err := snap.Manifests(fs)
 	if err != nil {
-		return nil, fmt.Errorf("read the manifest list of %s snapshot %d: %w", strings.Join(tbl.Identifier(), "."), snapshot, err)
+		return nil, nil, fmt.Errorf("read the manifest list of %s snapshot %d: %w", strings.Join(tbl.Identifier(), "."), snap.SnapshotID, err)
 	}
+	return fs, list, nil
+}
+
+// pathsOf returns the paths of manifests.
+func pathsOf(list []iceberg.ManifestFile) []string {
 	out := make([]string, len(list))
 	for i, m := range list {
 		out[i] = m.FilePath()
 	}
-	return out, nil
+	return out
 }
