@@ -41,6 +41,8 @@ func Root(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	root.AddCommand(maintainCmd(stdout, stderr, getenv), tableCmd(stdout, stderr, getenv))
 	root.AddCommand(ingestCmd(stdout, stderr, getenv))
 	addTableIngestCmds(root, stdout, getenv)
+	root.AddCommand(namespaceCmd(stdout, getenv))
+	addTableCatalogCmds(root, stdout, getenv)
 	return root
 }
 
