@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/lake/ingest"
 )
@@ -134,5 +138,55 @@ func TestNDJSONLineBound(t *testing.T) {
 	}
 	if err := src2.Err(); err != nil || rows != 2 {
 		t.Fatalf("%d rows, %v", rows, err)
+	}
+}
+
+// TestIngestConvertErrorsNameRow: a value the reader read but that does
+// not convert to the table's column (a long too large for an int, from
+// Parquet), and a missing value of a required column, are reported with
+// the input's name, the row and the column, and nothing is committed.
+func TestIngestConvertErrorsNameRow(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	for _, c := range []struct{ table, schema string }{{"small", "id int, name string"}, {"req", "id long not null, name string"}} {
+		sc, err := ingest.ParseSchema(c.schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Ingest(ctx, ingest.Request{Warehouse: wh, Table: ident(c.table), Schema: sc, Format: ingest.CSV},
+			strings.NewReader("id,name\n1,a\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, strings.NewReader(`[{"id":2},{"id":3},{"id":5000000000}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	pq := encodeParquet(t, rec)
+	for _, c := range []struct {
+		name, table, file string
+		format            ingest.Format
+		in                string
+		want              string
+	}{
+		{"long too large for an int", "small", "big.parquet", ingest.Parquet, string(pq),
+			`big.parquet row 3, column "id": "5000000000" cannot be converted to int`},
+		{"required value missing", "req", "req.csv", ingest.CSV, "id,name\n2,b\n,c\n",
+			`req.csv row 2, column "id": the column is required, but the value is missing`},
+		{"required value missing in the request body", "req", "", ingest.NDJSON, `{"id":2}` + "\n" + `{"name":"x"}` + "\n",
+			`request body row 2, column "id": the column is required`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := e.load(t, c.table).CurrentSnapshot().SnapshotID
+			_, err := e.svc.Ingest(ctx, ingest.Request{Warehouse: wh, Table: ident(c.table), Name: c.file, Format: c.format}, strings.NewReader(c.in))
+			if err == nil || floe.KindOf(err) != floe.Invalid || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want Invalid containing %q", err, c.want)
+			}
+			if got := e.load(t, c.table).CurrentSnapshot().SnapshotID; got != before {
+				t.Errorf("a failed ingest committed snapshot %d", got)
+			}
+		})
 	}
 }
