@@ -130,7 +130,7 @@ type conformer struct {
 	progress func(rows int64)
 	// name is the input's file name for messages ("" for a request body).
 	name string
-	refs     atomic.Int64
+	refs atomic.Int64
 }
 
 // newConformer matches the columns of src to those of tbl.
@@ -271,7 +271,9 @@ type rowError struct {
 	msg    string
 }
 
-func (e *rowError) Error() string { return fmt.Sprintf("row %d, column %q: %s", e.row+1, e.column, e.msg) }
+func (e *rowError) Error() string {
+	return fmt.Sprintf("row %d, column %q: %s", e.row+1, e.column, e.msg)
+}
 
 // failingRow finds the first value of col that does not cast (a failed
 // batch only: one cast per value).
