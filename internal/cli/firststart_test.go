@@ -156,17 +156,17 @@ func TestFirstStartListenerTaken(t *testing.T) {
 
 // TestPrincipalCreateAdminOffline: `floe principal create NAME --admin` on
 // the data directory of a server whose admin credential is lost gives a
-// new administrator that can log in, without the server running.
+// new administrator that can log in at once, while the server runs, and
+// after a restart, which creates no further admin.
 func TestPrincipalCreateAdminOffline(t *testing.T) {
 	dir := t.TempDir()
 	srv := startServe(t, "--data-dir", dir, "--listen", "127.0.0.1:0", "--s3-listen", "off", "--sql-listen", "off")
-	if _, err := srv.waitRunning(t); err != nil {
+	out, err := srv.waitRunning(t)
+	if err != nil {
 		t.Fatal(err)
 	}
-	srv.cancel()
-	<-srv.done
-	srv.done <- nil
-	out, err := run(t, "principal", "create", "rescue", "--admin", "--data-dir", dir, "--log-level", "error")
+	base := catalogLine.FindStringSubmatch(out)
+	out, err = run(t, "principal", "create", "rescue", "--admin", "--data-dir", dir, "--log-level", "error")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +174,11 @@ func TestPrincipalCreateAdminOffline(t *testing.T) {
 	if id == nil || secret == nil {
 		t.Fatalf("no credential printed: %q", out)
 	}
+	if st := clientCredentialsToken(t, base[1], id[1], secret[1]); st != 200 {
+		t.Fatalf("token of the rescue admin from the running server: status %d", st)
+	}
+	srv.cancel()
+	srv.done <- <-srv.done
 	again := startServe(t, "--data-dir", dir, "--listen", "127.0.0.1:0", "--s3-listen", "off", "--sql-listen", "off")
 	out, err = again.waitRunning(t)
 	if err != nil {
@@ -182,11 +187,10 @@ func TestPrincipalCreateAdminOffline(t *testing.T) {
 	if strings.Contains(out, "First admin credential") {
 		t.Errorf("a later start created another admin: %q", out)
 	}
-	base := catalogLine.FindStringSubmatch(out)
+	base = catalogLine.FindStringSubmatch(out)
 	if st := clientCredentialsToken(t, base[1], id[1], secret[1]); st != 200 {
-		t.Fatalf("token of the rescue admin: status %d", st)
+		t.Fatalf("token of the rescue admin after a restart: status %d", st)
 	}
-	// The rescue principal is an administrator: it may list principals.
 	out, err = run(t, "principal", "list", "--data-dir", dir, "--log-level", "error")
 	if err != nil || !regexp.MustCompile(`(?m)^rescue\s+\S+\s+catalog\s+true\s`).MatchString(out) {
 		t.Fatalf("principal list: %q %v", out, err)

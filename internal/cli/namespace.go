@@ -241,7 +241,7 @@ separated by ".", e.g. crm.emea.
 	}
 
 	setp := &cobra.Command{Use: "set-property NAMESPACE [KEY=VALUE...]", Args: cobra.MinimumNArgs(1),
-		Short: "Set (KEY=VALUE or --property) and remove (--remove KEY) namespace properties in one update"}
+		Short: "Set (KEY=VALUE or --property) and remove (--remove KEY) namespace properties in one update (needs ALTER on it)"}
 	pcl := bindIngestClient(setp.Flags(), getenv)
 	pprops := setp.Flags().StringArray("property", nil, "property KEY=VALUE to set (repeatable)")
 	premove := setp.Flags().StringArray("remove", nil, "property KEY to remove (repeatable)")
