@@ -137,3 +137,51 @@ def test_first_start_with_port_taken_then_free(workdir):
         assert ("day_one",) in cat.list_namespaces()
     finally:
         second.stop()
+
+
+def _cli(uri: str, cred: str, *args: str) -> subprocess.CompletedProcess:
+    env = _env()
+    env["FLOE_URL"] = uri
+    env["FLOE_CREDENTIAL"] = cred
+    return subprocess.run([str(floe_binary()), *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_help_example_and_namespace_commands_on_a_fresh_server(fresh_server, workdir):
+    _, uri, cid, secret = fresh_server
+    cred = f"{cid}:{secret}"
+    help_text = _cli(uri, cred, "ingest", "--help").stdout
+    example = next(line.strip() for line in help_text.splitlines() if line.strip().startswith("floe ingest ") and "orders.csv" in line)
+    csv = workdir / "orders.csv"
+    csv.write_text("id,amount,day\n1,2.5,2026-01-01\n2,3.75,2026-01-02\n")
+    args = example.split()[1:]
+    args[-1] = str(csv)
+    r = _cli(uri, cred, *args, "--quiet")
+    assert r.returncode == 0, f"{example}: {r.stderr}"
+    assert "create sales.orders: 2 rows" in r.stdout
+
+    r = _cli(uri, cred, "namespace", "create", "hr", "--property", "owner=people")
+    assert r.returncode == 0, r.stderr
+    r = _cli(uri, cred, "namespace", "list")
+    assert set(r.stdout.split()) == {"sales", "hr"}, r.stdout
+    r = _cli(uri, cred, "table", "list", "sales")
+    assert r.stdout.split() == ["sales.orders"], r.stdout
+
+    # A bad value names the file, line, row and column, and commits nothing.
+    bad = workdir / "bad.csv"
+    bad.write_text("id,amount,day\n3,1.5,2026-01-03\n4,lots,2026-01-04\n")
+    r = _cli(uri, cred, "ingest", "--quiet", "sales.orders", str(bad))
+    assert r.returncode != 0
+    assert 'bad.csv line 3 (row 2), column "amount": "lots" is not a valid double' in r.stderr, r.stderr
+
+    # PyIceberg sees what the CLI made, and only the good rows.
+    cat = RestCatalog("floe", uri=uri, warehouse=WAREHOUSE, credential=cred)
+    assert cat.load_namespace_properties("hr")["owner"] == "people"
+    assert cat.load_table("sales.orders").scan().to_arrow().num_rows == 2
+
+    r = _cli(uri, cred, "table", "rename", "sales.orders", "hr.orders")
+    assert r.returncode == 0, r.stderr
+    r = _cli(uri, cred, "table", "drop", "--purge", "hr.orders")
+    assert r.returncode == 0, r.stderr
+    r = _cli(uri, cred, "namespace", "drop", "hr")
+    assert r.returncode == 0, r.stderr
+    assert ("hr",) not in cat.list_namespaces()
