@@ -161,10 +161,8 @@ reported with its file, line or row and column. The namespace must exist
 			q.Set("batch_size", strconv.Itoa(*batch))
 		}
 		if *createNS {
-			for i := range id.Namespace {
-				if _, err := createNamespace(c.Context(), cl, id.Namespace[:i+1], nil, true); err != nil {
-					return err
-				}
+			if err := ensureNamespace(c.Context(), cl, id.Namespace); err != nil {
+				return err
 			}
 		}
 		meter := &meter{r: in, lines: fm == ingest.CSV || fm == ingest.TSV || fm == ingest.NDJSON}

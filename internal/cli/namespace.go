@@ -128,6 +128,25 @@ func createNamespace(ctx context.Context, cl *ingestClient, ns catalog.Namespace
 	return true, nil
 }
 
+// ensureNamespace creates ns and its missing parents, for ingest
+// --create-namespace. A level is created only when the server says it
+// does not exist: a caller allowed to load into an existing namespace's
+// table but not to create namespaces is not refused for the attempt (a
+// level it may not see is left to the ingest's own privilege check).
+func ensureNamespace(ctx context.Context, cl *ingestClient, ns catalog.Namespace) error {
+	for i := range ns {
+		level := ns[:i+1]
+		err := cl.call(ctx, "GET", nsPath(cl.wh(), level), nil, nil)
+		if floe.KindOf(err) != floe.NotFound {
+			continue
+		}
+		if _, err := createNamespace(ctx, cl, level, nil, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // namespaceCmd is `floe namespace create|list|show|drop|set-property`.
 func namespaceCmd(stdout io.Writer, getenv func(string) string) *cobra.Command {
 	cmd := &cobra.Command{Use: "namespace", Aliases: []string{"ns"}, Short: "Create, list, show and drop namespaces and set their properties (through a Floe server)",
