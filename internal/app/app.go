@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/authz"
@@ -156,9 +157,6 @@ func (a *App) init(ctx context.Context) error {
 	a.cat = catalog.New(a.store, io, catOpts)
 	a.authz = authz.New(a.store, authz.Options{Logger: a.log, Tables: tableColumns{a.cat}})
 	a.oauth = oauth.New(a.auth, oauth.Options{Logger: a.log, Audit: a.audit, FailuresPerMinute: cfg.AuthFailuresPerMinute})
-	if err := a.bootstrap(ctx); err != nil {
-		return err
-	}
 	opts := restcat.Options{
 		DefaultWarehouse: cfg.Warehouse,
 		Idempotency:      a.store,
@@ -207,7 +205,12 @@ func (a *App) init(ctx context.Context) error {
 	return nil
 }
 
-// bootstrap creates the admin principal when no principal exists.
+// bootstrap creates the admin principal when no principal exists. Start
+// calls it once every listener is bound, so that a start that cannot serve
+// (a port taken) leaves no admin whose credential nobody saw: the next
+// start creates it and prints it. Of nodes starting at once on a shared
+// store, one creates the admin (the principal name is unique); the others
+// find it taken and go on without a credential to print.
 func (a *App) bootstrap(ctx context.Context) error {
 	ps, err := a.store.ListPrincipals(ctx)
 	if err != nil {
@@ -221,6 +224,10 @@ func (a *App) bootstrap(ctx context.Context) error {
 		id, secret, _ = strings.Cut(c, ":")
 	}
 	p, secret, err := a.auth.CreatePrincipal(ctx, "admin", nil, true, id, secret)
+	if floe.KindOf(err) == floe.AlreadyExists {
+		a.log.Info("another node created the first admin principal")
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("bootstrap admin: %w", err)
 	}
@@ -281,6 +288,16 @@ func (a *App) Start() error {
 		if a.s3ln != nil {
 			_ = a.s3ln.Close()
 		}
+		return err
+	}
+	// Every listener is bound: only now may the first admin be created.
+	if err := a.bootstrap(context.Background()); err != nil {
+		_ = ln.Close()
+		if a.s3ln != nil {
+			_ = a.s3ln.Close()
+		}
+		err = errors.Join(err, a.stopSQL(context.Background()))
+		a.sql = nil
 		return err
 	}
 	go func() {

@@ -9,7 +9,9 @@ import (
 // the only enabled administrator and says why; with a second admin it works.
 func TestPrincipalDisableLastAdmin(t *testing.T) {
 	data := []string{"--data-dir", t.TempDir(), "--log-level", "error"}
-	if _, err := run(t, append([]string{"principal", "list"}, data...)...); err != nil {
+	// An offline command creates no admin of its own (the first serve
+	// does, once its listeners are bound): create the only one here.
+	if _, err := run(t, append([]string{"principal", "create", "admin", "--admin"}, data...)...); err != nil {
 		t.Fatal(err)
 	}
 	_, err := run(t, append([]string{"principal", "disable", "admin"}, data...)...)

@@ -41,6 +41,8 @@ func Root(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	root.AddCommand(maintainCmd(stdout, stderr, getenv), tableCmd(stdout, stderr, getenv))
 	root.AddCommand(ingestCmd(stdout, stderr, getenv))
 	addTableIngestCmds(root, stdout, getenv)
+	root.AddCommand(namespaceCmd(stdout, getenv))
+	addTableCatalogCmds(root, stdout, getenv)
 	return root
 }
 
@@ -114,8 +116,10 @@ func serveCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comma
 		Short: "Run the Floe server (Iceberg REST catalog and OAuth2 token endpoint)",
 		Long: `Run the Floe server. With no flags it runs on the embedded default: SQLite
 metadata and a local warehouse under ./floe-data, the Iceberg REST catalog on
-127.0.0.1:8181. On first start it creates an admin principal and prints its
-credential once.`,
+127.0.0.1:8181. On first start, once every listener is bound, it creates an
+admin principal and prints its credential once (a start that fails, e.g. on a
+port already taken, creates none). A lost admin credential is replaced with
+floe principal create NAME --admin --data-dir DIR.`,
 	}
 	load := configFlags(cmd.Flags(), getenv)
 	listen := cmd.Flags().String("listen", app.Defaults().Listen, "REST catalog listen address (env FLOE_LISTEN)")

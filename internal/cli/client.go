@@ -146,11 +146,49 @@ func (c *apiClient) do(ctx context.Context, method, path string, body io.Reader,
 	if resp.StatusCode >= 300 {
 		var e httperr.Response
 		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			return fmt.Errorf("%s (%d %s)", e.Error.Message, e.Error.Code, e.Error.Type)
+			return floe.E(kindOfAnswer(resp.StatusCode, e.Error.Type), "", "%s (%d %s)", e.Error.Message, e.Error.Code, e.Error.Type)
 		}
-		return fmt.Errorf("%s %s: status %d: %.300s", method, path, resp.StatusCode, b)
+		return floe.E(kindOfAnswer(resp.StatusCode, ""), "", "%s %s: status %d: %.300s", method, path, resp.StatusCode, b)
+	}
+	if out == nil || len(b) == 0 {
+		return nil // 204 No Content, or an answer the caller does not read
 	}
 	return json.Unmarshal(b, out)
+}
+
+// kindOfAnswer is the error kind of a server's error answer (status and
+// Iceberg ErrorModel type), so that commands can tell "exists already" or
+// "not found" from other failures.
+func kindOfAnswer(status int, typ string) floe.Kind {
+	switch typ {
+	case "AlreadyExistsException":
+		return floe.AlreadyExists
+	case "NamespaceNotEmptyException":
+		return floe.NotEmpty
+	case "CommitFailedException":
+		return floe.Conflict
+	case "CommitStateUnknownException":
+		return floe.Indeterminate
+	}
+	switch {
+	case status == http.StatusBadRequest:
+		return floe.Invalid
+	case status == http.StatusUnauthorized:
+		return floe.Unauthenticated
+	case status == http.StatusForbidden:
+		return floe.Forbidden
+	case status == http.StatusNotFound:
+		return floe.NotFound
+	case status == http.StatusConflict:
+		return floe.Conflict
+	case status == http.StatusNotAcceptable || status == http.StatusNotImplemented:
+		return floe.Unsupported
+	case status == http.StatusServiceUnavailable:
+		return floe.Unavailable
+	case status == http.StatusUnprocessableEntity:
+		return floe.Unprocessable
+	}
+	return floe.Internal
 }
 
 // call sends body (nil for none) as JSON and decodes the answer into out.

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/lake/ingest"
 	"github.com/floe-lake/floe/mgmtapi"
 )
@@ -81,9 +82,11 @@ func ingestCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.Comm
 file streams to the server, which commits its rows as one snapshot: it creates
 the table (schema inferred from the data, or --schema; partition spec
 --partition), appends to it, or with --mode overwrite replaces all its rows.
-On any error nothing is committed. See docs/ingest.md.
+On any error nothing is committed; a value that does not fit its column is
+reported with its file, line or row and column. The namespace must exist
+(floe namespace create NS), or pass --create-namespace. See docs/ingest.md.
 
-  floe ingest sales.orders orders.csv
+  floe ingest --create-namespace sales.orders orders.csv
   floe ingest --partition 'day(ts), bucket(16, id)' sales.events events.parquet
   floe ingest --schema 'id long not null, name string, ts timestamptz' sales.people people.ndjson
   gzip -dc big.csv.gz | floe ingest --format csv --mode append sales.orders -`}
@@ -98,6 +101,7 @@ On any error nothing is committed. See docs/ingest.md.
 	progress := f.Bool("progress", false, "show progress on stderr even when it is not a terminal")
 	quiet := f.Bool("quiet", false, "no progress")
 	asJSON := f.Bool("json", false, "print the result as JSON")
+	createNS := f.Bool("create-namespace", false, "create the table's namespace (and its parents) if missing")
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		id, err := tableArg(args[0])
 		if err != nil {
@@ -156,6 +160,11 @@ On any error nothing is committed. See docs/ingest.md.
 		if *batch > 0 {
 			q.Set("batch_size", strconv.Itoa(*batch))
 		}
+		if *createNS {
+			if err := ensureNamespace(c.Context(), cl, id.Namespace); err != nil {
+				return err
+			}
+		}
 		meter := &meter{r: in, lines: fm == ingest.CSV || fm == ingest.TSV || fm == ingest.NDJSON}
 		show := !*quiet && (*progress || isTerminal(stderr))
 		stop := func() {}
@@ -165,6 +174,9 @@ On any error nothing is committed. See docs/ingest.md.
 		var res ingest.Result
 		err = cl.do(c.Context(), "POST", tableURL(cl.wh(), id)+"/ingest?"+q.Encode(), meter, total, "application/octet-stream", &res)
 		stop()
+		if floe.KindOf(err) == floe.NotFound && !*createNS && strings.Contains(err.Error(), "NoSuchNamespace") {
+			return fmt.Errorf("%w; create it with floe namespace create %s, or ingest with --create-namespace", err, id.Namespace)
+		}
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -127,7 +128,9 @@ type conformer struct {
 	err      error
 	rows     atomic.Int64
 	progress func(rows int64)
-	refs     atomic.Int64
+	// name is the input's file name for messages ("" for a request body).
+	name string
+	refs atomic.Int64
 }
 
 // newConformer matches the columns of src to those of tbl.
@@ -199,8 +202,13 @@ func (c *conformer) Next() bool {
 	}
 	rec := c.src.RecordBatch()
 	out, err := c.convert(rec)
-	if err != nil {
-		c.err = floe.E(floe.Invalid, "input", "rows %d to %d: %s", c.rows.Load()+1, c.rows.Load()+rec.NumRows(), err)
+	var re *rowError
+	switch {
+	case errors.As(err, &re):
+		c.err = floe.E(floe.Invalid, "input", "%s row %d, column %q: %s", inputName(c.name), c.rows.Load()+re.row+1, re.column, re.msg)
+		return false
+	case err != nil:
+		c.err = floe.E(floe.Invalid, "input", "%s rows %d to %d: %s", inputName(c.name), c.rows.Load()+1, c.rows.Load()+rec.NumRows(), err)
 		return false
 	}
 	c.cur = out
@@ -236,15 +244,50 @@ func (c *conformer) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 			opts.AllowTimeTruncate = true
 			cast, err := compute.CastArray(compute.WithAllocator(c.ctx, c.mem), col, opts)
 			if err != nil {
+				if row, ok := c.failingRow(col, opts); ok {
+					return nil, &rowError{row: row, column: f.Name, msg: fmt.Sprintf("%s cannot be converted to %s: %s",
+						shown(col.ValueStr(int(row))), typeName(f.Type), trimMsg(err.Error()))}
+				}
 				return nil, fmt.Errorf("column %q: cannot convert %s to %s: %s", f.Name, col.DataType(), f.Type, trimMsg(err.Error()))
 			}
 			cols[i] = cast
 		}
 		if !f.Nullable && cols[i].NullN() > 0 {
-			return nil, fmt.Errorf("column %q is required but %d values are null", f.Name, cols[i].NullN())
+			for row := range cols[i].Len() {
+				if cols[i].IsNull(row) {
+					return nil, &rowError{row: int64(row), column: f.Name, msg: fmt.Sprintf("the column is required, but the value is missing (%d in this batch)", cols[i].NullN())}
+				}
+			}
 		}
 	}
 	return array.NewRecordBatch(c.schema, cols, n), nil
+}
+
+// rowError is a value of one row that does not fit its column; row
+// counts from 0 in the batch.
+type rowError struct {
+	row    int64
+	column string
+	msg    string
+}
+
+func (e *rowError) Error() string {
+	return fmt.Sprintf("row %d, column %q: %s", e.row+1, e.column, e.msg)
+}
+
+// failingRow finds the first value of col that does not cast (a failed
+// batch only: one cast per value).
+func (c *conformer) failingRow(col arrow.Array, opts *compute.CastOptions) (int64, bool) {
+	for i := range col.Len() {
+		one := array.NewSlice(col, int64(i), int64(i+1))
+		cast, err := compute.CastArray(compute.WithAllocator(c.ctx, c.mem), one, opts)
+		one.Release()
+		if err != nil {
+			return int64(i), true
+		}
+		cast.Release()
+	}
+	return 0, false
 }
 
 func (c *conformer) RecordBatch() arrow.RecordBatch { return c.cur }

@@ -12,7 +12,8 @@ import (
 // Arrow inputs are fuzzed by arrow-go itself.
 func FuzzOpen(f *testing.F) {
 	for _, s := range []string{peopleCSV, "a,b\n1,2\n3", "\ufeffx\n\"q\n", `{"a":1,"b":{"c":[1,2.5]}}` + "\n" + `{"a":"x"}`,
-		`{"t":"2026-01-01T00:00:00Z","d":"2026-01-01"}`, "[1]", "{", `{"a":1,"a":2}`} {
+		`{"t":"2026-01-01T00:00:00Z","d":"2026-01-01"}`, "[1]", "{", `{"a":1,"a":2}`,
+		`{"a":1}` + "\n" + `{"a":2,}`, "a,b\n1,2,3\n", "a\n\"x\"y\n"} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
 	}

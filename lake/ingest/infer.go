@@ -152,10 +152,9 @@ func sampleCSV(buf []byte, complete bool, comma rune, maxRows int) (*csvSample, 
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			if complete {
-				return nil, errf("CSV line %d: %s", len(rows)+2, err)
-			}
-			break // the sample may end inside a record
+			// The sample may end inside a record; a bad record is
+			// reported by the reader, with its file, line, row and column.
+			break
 		}
 		rows = append(rows, rec)
 	}
@@ -307,12 +306,17 @@ func sampleNDJSON(buf []byte, complete bool, maxRows int) ([]arrow.Field, error)
 			if errors.Is(err, io.EOF) && n > 0 || errors.Is(err, io.EOF) && dec.InputOffset() == 0 {
 				break
 			}
-			if !complete {
-				break // the sample ends inside an object
+			if !complete || n > 0 {
+				// The sample ends inside an object, or a bad line follows
+				// good ones: the reader reports it with its line and row.
+				break
 			}
 			return nil, errf("NDJSON object %d: %s", n+1, err)
 		}
 		obj, ok := v.(*object)
+		if !ok && n > 0 {
+			break // reported by the reader
+		}
 		if !ok {
 			return nil, errf("NDJSON line %d is not a JSON object", n+1)
 		}

@@ -212,6 +212,7 @@ func (s *Service) Ingest(ctx context.Context, req Request, r io.Reader) (res Res
 		return res, err
 	}
 	defer conf.Release()
+	conf.name = req.Name
 	if req.Progress != nil {
 		conf.progress = func(rows int64) { req.Progress(rows, src.BytesRead.Load()) }
 	}

@@ -228,13 +228,13 @@ func TestIngestBadInput(t *testing.T) {
 		want               string
 	}{
 		{"extra column", "keep", "id,name,zip\n1,a,3\n", "", ingest.Append, "the input has columns the table does not: zip"},
-		{"bad value", "keep", "id,name\nx,a\n", "", ingest.Append, `parsing "x"`},
+		{"bad value", "keep", "id,name\nx,a\n", "", ingest.Append, `line 2 (row 1), column "id": "x" is not a valid long`},
 		{"late bad value", "keep", late.String(), "", ingest.Append, "oops"},
 		{"late bad value on create", "fresh", late.String(), "", ingest.Create, "oops"},
 		{"empty csv", "fresh", "", ingest.CSV, ingest.Create, "needs a header row"},
 		{"json array", "fresh", `[{"a":1}]`, "", ingest.Create, "JSON array"},
 		{"truncated parquet", "fresh", "PAR1 not really", "", ingest.Create, "cannot read the parquet input"},
-		{"bad ndjson", "keep", "{\"id\":1}\n{\"id\":", ingest.NDJSON, ingest.Append, "ndjson"},
+		{"bad ndjson", "keep", "{\"id\":1}\n{\"id\":", ingest.NDJSON, ingest.Append, "request body line 2 (row 2): invalid JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.svc.Ingest(ctx, ingest.Request{Warehouse: wh, Table: ident(tc.table), Mode: tc.mode, Format: tc.format}, strings.NewReader(tc.input))

@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/csv"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -51,6 +50,8 @@ type ReadOptions struct {
 	TempDir string
 	// MaxSpoolBytes bounds that copy; 0 is no bound.
 	MaxSpoolBytes int64
+	// MaxLineBytes bounds one NDJSON line; 0 is DefaultMaxLineBytes.
+	MaxLineBytes int
 	// Mem allocates Arrow buffers; nil is the Go allocator.
 	Mem memory.Allocator
 }
@@ -191,7 +192,7 @@ func Open(ctx context.Context, r io.Reader, o ReadOptions) (*Source, error) {
 		_ = src.Close()
 		var pe parseError
 		if errors.As(err, &pe) {
-			return nil, floe.E(floe.Invalid, "input", "%s", pe)
+			return nil, floe.E(floe.Invalid, "input", "%s: %s", inputName(o.Name), pe)
 		}
 		return nil, badInput(format, err)
 	}
@@ -317,8 +318,7 @@ func openCSV(br *bufio.Reader, comma rune, o ReadOptions) (array.RecordReader, e
 		fields[i] = arrow.Field{Name: h, Type: dt, Nullable: true}
 	}
 	sc := arrow.NewSchema(fields, nil)
-	return csv.NewReader(rest, sc, csv.WithHeader(true), csv.WithComma(comma), csv.WithChunk(batchFor(buf, complete, o.BatchSize)),
-		csv.WithAllocator(o.Mem), csv.WithNullReader(true, "")), nil
+	return newCSVReader(rest, sc, comma, batchFor(buf, complete, o.BatchSize), o.Mem, o.Name), nil
 }
 
 func openNDJSON(br *bufio.Reader, o ReadOptions) (array.RecordReader, error) {
@@ -336,7 +336,7 @@ func openNDJSON(br *bufio.Reader, o ReadOptions) (array.RecordReader, error) {
 		}
 	}
 	sc := arrow.NewSchema(fields, nil)
-	return array.NewJSONReader(rest, sc, array.WithChunk(batchFor(buf, complete, o.BatchSize)), array.WithAllocator(o.Mem)), nil
+	return newNDJSONReader(rest, sc, batchFor(buf, complete, o.BatchSize), o.MaxLineBytes, o.Mem, o.Name), nil
 }
 
 // batchFor returns the rows per batch for a line-based input whose sample
