@@ -1,0 +1,64 @@
+package rowfilter
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/floe-lake/floe"
+)
+
+func TestColumns(t *testing.T) {
+	p := New()
+	t.Cleanup(func() { p.Close() })
+	for _, tt := range []struct {
+		filter string
+		want   []string // nil with bad set
+		bad    string
+	}{
+		{filter: "region = 'EMEA'", want: []string{"region"}},
+		{filter: "t.region = 'EMEA' AND lower(email) LIKE '%@example.com'", want: []string{"email", "region"}},
+		{filter: `"Region" IN ('EMEA', 'APAC') OR annual_revenue > 1e6`, want: []string{"Region", "annual_revenue"}},
+		{filter: "CAST(created AS DATE) >= DATE '2025-01-01' AND NOT deleted", want: []string{"created", "deleted"}},
+		{filter: "country = 'DE' -- a comment", want: []string{"country"}},
+		{filter: "true", want: []string{}},
+		{filter: "((region", bad: "not valid SQL"},
+		{filter: "region = 'x'); DROP TABLE t; --", bad: "not valid SQL"},
+		{filter: "region = 'x'\n); SELECT 1; SELECT (1", bad: "one SQL boolean expression"},
+		{filter: "region IN (SELECT region FROM other)", bad: "subquery"},
+		{filter: "region = 'x') GROUP BY (region", bad: "one SQL boolean expression"},
+		{filter: "", bad: "empty"},
+	} {
+		got, err := p.Columns(t.Context(), tt.filter)
+		if tt.bad != "" {
+			if floe.KindOf(err) != floe.Invalid || !strings.Contains(floe.PublicMessage(err), tt.bad) {
+				t.Errorf("Columns(%q) = %v, %v; want Invalid containing %q", tt.filter, got, err, tt.bad)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Columns(%q): %v", tt.filter, err)
+			continue
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("Columns(%q) = %q, want %q", tt.filter, got, tt.want)
+		}
+	}
+}
+
+// FuzzColumns: any input gives column names or an Invalid error, never a
+// panic or another kind of error.
+func FuzzColumns(f *testing.F) {
+	for _, s := range []string{"region = 'EMEA'", "a) OR (b", "x IN (SELECT 1)", "'", "\"", "/*", "--", "t.a.b = 1"} {
+		f.Add(s)
+	}
+	p := New()
+	f.Cleanup(func() { p.Close() })
+	f.Fuzz(func(t *testing.T, s string) {
+		_, err := p.Columns(t.Context(), s)
+		if err != nil && floe.KindOf(err) != floe.Invalid {
+			t.Fatalf("Columns(%q) = %v (kind %v), want Invalid or success", s, err, floe.KindOf(err))
+		}
+	})
+}
