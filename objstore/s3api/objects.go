@@ -147,7 +147,22 @@ func (s *Server) getObject(ctx context.Context, q *request) error {
 	return nil
 }
 
+// noticeHeadSize is the size a notice HEAD claims: room for the error
+// document of the GET that follows, which clients read into a buffer of
+// the size they asked for (a smaller claim makes them fail on the error
+// body instead of showing it).
+const noticeHeadSize = "65536"
+
 func (s *Server) headObject(ctx context.Context, q *request) error {
+	if q.noticeHead {
+		// Nothing about the object: neither its existence nor its size.
+		h := q.w.Header()
+		h.Set("X-Floe-Notice", headerSafe(q.sess.Notice))
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Content-Length", noticeHeadSize)
+		q.w.WriteHeader(http.StatusOK)
+		return nil
+	}
 	if err := checkPartNumber(q.query); err != nil {
 		return err
 	}
