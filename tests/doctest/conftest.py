@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -33,8 +34,17 @@ class DocServer(floe_server.FloeServer):
     def serve_args(self) -> list[str]:
         return ["--demo"]
 
+    def extra_env(self) -> dict[str, str]:
+        # system.audit, which the audit docs read, exists within a second.
+        return {"FLOE_AUDIT_EXPORT_INTERVAL": "1s"}
+
     def wait_ready(self) -> None:
         self.wait_for_stdout("Demo dataset ready", DEMO_TIMEOUT)
+        deadline = time.monotonic() + 60
+        while "created the audit export table" not in self.stderr_tail(400):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"floe (doc {self.doc}): system.audit was not created:\n{self.stderr_tail()}")
+            time.sleep(0.2)
 
     def snippet_env(self) -> dict[str, str]:
         """The environment a snippet runs in (a fresh copy each time)."""
@@ -51,6 +61,7 @@ class DocServer(floe_server.FloeServer):
                 "FLOE": self.uri, "FLOE_URL": self.uri, "FLOE_CREDENTIAL": self.credential,
                 "FLOE_DATA_DIR": str(self.data_dir), "FLOE_LOG_LEVEL": "warn",
                 "CLIENT_ID": cid, "CLIENT_SECRET": secret, "ID": cid, "SECRET": secret,
+                "PASSWORD": "doctest-" + secret[:16],  # for set-password examples
                 "TOKEN": token, "H": f"Authorization: Bearer {token}", "J": "Content-Type: application/json",
                 "DOCTEST_S3_URL": self.s3_url, "DOCTEST_SQL_PORT": str(self.sql_port),
                 "DOCTEST_STATE": str(self.dir / "shell-state.sh"),

@@ -22,7 +22,8 @@ What a block sees:
 - shell: bash with `set -eo pipefail`, `floe` on PATH (also as bin/floe),
   the working directory holding the server's data directory as floe-data,
   and FLOE (the catalog URL), FLOE_URL, FLOE_CREDENTIAL, FLOE_DATA_DIR,
-  CLIENT_ID/CLIENT_SECRET and ID/SECRET (the admin's credential), TOKEN (an
+  CLIENT_ID/CLIENT_SECRET and ID/SECRET (the admin's credential), PASSWORD
+  (a SQL password of 12 characters or more), TOKEN (an
   admin access token), H ("Authorization: Bearer $TOKEN"), J
   ("Content-Type: application/json") in its environment; curl fails on an
   HTTP error answer (--fail-with-body). For console blocks only the lines
@@ -146,7 +147,13 @@ __doctest_save() {
 }
 trap __doctest_save EXIT
 # An HTTP error answer fails the block, as a reader would notice it.
-curl() { command curl --fail-with-body "$@"; }
+curl() {
+  local a
+  for a in "$@"; do
+    if [[ $a == --fail || $a == --fail-with-body || ($a == -[!-]* && $a == *f*) ]]; then command curl "$@"; return; fi
+  done
+  command curl --fail-with-body "$@"
+}
 trap 'echo "doctest: command failed at {file}:$((LINENO - {offset}))" >&2; trap - ERR' ERR
 """
 
