@@ -1,8 +1,10 @@
 package rowfilter
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/floe-lake/floe"
@@ -61,4 +63,43 @@ func FuzzColumns(f *testing.F) {
 			t.Fatalf("Columns(%q) = %v (kind %v), want Invalid or success", s, err, floe.KindOf(err))
 		}
 	})
+}
+
+// TestOneConnection: concurrent callers share the parser's one DuckDB
+// connection (its bound), and all get their answer.
+func TestOneConnection(t *testing.T) {
+	p := New()
+	t.Cleanup(func() { p.Close() })
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cols, err := p.Columns(t.Context(), fmt.Sprintf("c%d = %d", i, i))
+			if err == nil && (len(cols) != 1 || cols[0] != fmt.Sprintf("c%d", i)) {
+				err = fmt.Errorf("got %q", cols)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	p.mu.Lock()
+	st := p.db.Stats()
+	p.mu.Unlock()
+	if st.MaxOpenConnections != 1 || st.OpenConnections > 1 {
+		t.Fatalf("parser connections: %+v", st)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Columns(t.Context(), "a = 1"); err == nil {
+		t.Fatal("Columns after Close succeeded")
+	}
 }
