@@ -4,6 +4,7 @@
 #   make test    the whole suite: gofmt, go vet, staticcheck, go test -race, then the PyIceberg,
 #                Spark and Trino interop suites against bin/floe (in .venv and
 #                .venv-spark, made on first use), then the 10-minute soak
+#   make doctest run every shell, SQL and Python snippet of README.md and docs/
 #   make soak    the memory soak alone (FLOE_SOAK_SECONDS, default 600)
 #   make run     run Floe locally with the CRM demo dataset
 #
@@ -22,7 +23,7 @@ SPARK_INTEROP := tests/interop/spark
 TRINO_INTEROP := tests/interop/trino
 PYTEST_ARGS ?=
 
-.PHONY: all build test vet lint test-go interop interop-spark interop-trino rck soak run clean
+.PHONY: all build test vet lint test-go interop interop-spark interop-trino rck soak run clean doctest
 
 all: build
 
@@ -34,6 +35,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 test: lint
 	$(GO) test -race -count=1 -timeout 30m ./...
 	@$(MAKE) --no-print-directory interop
+	@$(MAKE) --no-print-directory doctest
 	@$(MAKE) --no-print-directory interop-spark
 	@$(MAKE) --no-print-directory interop-trino
 	@$(MAKE) --no-print-directory rck
@@ -64,6 +66,12 @@ $(VENV)/.requirements-installed: $(INTEROP)/requirements.txt
 	fi
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r $(INTEROP)/requirements.txt
 	@touch $@
+
+# doctest runs every sh/sql/python block of README.md and docs/*.md against a
+# `bin/floe serve --demo` per document (tests/doctest/test_docs.py says how
+# blocks are marked skip or expect-error); needs psql, jq, curl and openssl.
+doctest: build $(VENV)/.requirements-installed
+	FLOE_BIN=$(FLOE_BIN) $(VENV)/bin/python -m pytest -q -p no:cacheprovider -c tests/doctest/pytest.ini tests/doctest $(PYTEST_ARGS)
 
 # interop-spark runs the Spark suite (pyspark + the Iceberg runtime from Maven
 # Central, installed by scripts/install-spark.sh) against bin/floe.

@@ -76,6 +76,19 @@ type Options struct {
 	// grant's filter or of a column tag to field ids as the grant or tag
 	// is made; nil leaves the binding to the first read.
 	Tables TableColumnsSource
+	// RowFilters parses the row filter of a grant as it is made, to refuse
+	// one that is not an SQL boolean expression or that names a column the
+	// table does not have; nil leaves row filters to be checked at the
+	// first read (the SQL endpoint fails closed on a bad one).
+	RowFilters RowFilterParser
+}
+
+// RowFilterParser finds the column references of a row filter.
+type RowFilterParser interface {
+	// Columns returns the column names the row filter refers to (without
+	// a table qualifier), or Invalid (entity "filter") if the filter is
+	// not one SQL boolean expression the SQL endpoint accepts.
+	Columns(ctx context.Context, rowFilter string) ([]string, error)
 }
 
 // TableColumnsSource gives the columns of a table: NotFound if there is
@@ -89,6 +102,7 @@ type TableColumnsSource interface {
 type Authorizer struct {
 	store  Store
 	tables TableColumnsSource
+	rows   RowFilterParser
 	log    *slog.Logger
 	now    func() time.Time
 	cur    atomic.Pointer[Policy]
@@ -103,7 +117,7 @@ func New(store Store, opts Options) *Authorizer {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Authorizer{store: store, tables: opts.Tables, log: opts.Logger, now: opts.Now}
+	return &Authorizer{store: store, tables: opts.Tables, rows: opts.RowFilters, log: opts.Logger, now: opts.Now}
 }
 
 // Policy returns the current policy. It reads the store's authorization
@@ -164,10 +178,8 @@ func (a *Authorizer) Grant(ctx context.Context, g Grant) (Grant, error) {
 	if g.CreatedAt.IsZero() {
 		g.CreatedAt = a.now()
 	}
-	if g.On.Kind == KindTable && g.Filter != nil {
-		if err := a.bindNow(ctx, g.ID, g.On, g.Filter.ColumnNames()); err != nil {
-			return Grant{}, err
-		}
+	if err := a.checkFilter(ctx, &g); err != nil {
+		return Grant{}, err
 	}
 	if err := a.store.PutGrant(ctx, g); err != nil {
 		return Grant{}, err
@@ -343,6 +355,67 @@ func (a *Authorizer) SetTags(ctx context.Context, t TagTarget, tags map[string]s
 		}
 	}
 	return a.store.SetTags(ctx, t, tags)
+}
+
+// checkFilter validates a grant's data filter as it is made: its row
+// filter must parse (when a RowFilterParser is set) and, on a table that
+// exists, every column it names, includes or excludes must be a column of
+// the table's current schema; then its names are bound (see bindNow). A
+// grant on a namespace, warehouse or tag expression, or on a table not
+// created yet, is bound and checked per table at the first read.
+func (a *Authorizer) checkFilter(ctx context.Context, g *Grant) error {
+	if g.Filter == nil {
+		return nil
+	}
+	var rowCols []string
+	if rf := strings.TrimSpace(g.Filter.RowFilter); rf != "" && a.rows != nil {
+		cols, err := a.rows.Columns(ctx, rf)
+		if err != nil {
+			if floe.KindOf(err) == floe.Invalid {
+				return err
+			}
+			return fmt.Errorf("check the row filter: %w", err)
+		}
+		rowCols = cols
+	}
+	if g.On.Kind != KindTable || a.tables == nil {
+		return nil
+	}
+	tc, err := a.tables.TableColumns(ctx, g.On.Warehouse, catalog.Ident{Namespace: g.On.Namespace, Name: g.On.Name})
+	if floe.KindOf(err) == floe.NotFound {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check the columns of %s: %w", g.On, err)
+	}
+	unknown := func(what, col string) error {
+		names := make([]string, len(tc.Current))
+		for i, f := range tc.Current {
+			names[i] = f.Name
+		}
+		return floe.E(floe.Invalid, "filter", "%s %q, which is not a column of %s (its columns: %s)",
+			what, col, g.On, strings.Join(names, ", "))
+	}
+	for _, c := range rowCols {
+		if tc.resolve(c, true) == AbsentField {
+			return unknown("the row filter refers to column", c)
+		}
+	}
+	for _, c := range g.Filter.IncludeColumns {
+		if tc.resolve(c, true) == AbsentField {
+			return unknown("the filter includes column", c)
+		}
+	}
+	for _, c := range g.Filter.ExcludeColumns {
+		if tc.resolve(c, true) == AbsentField {
+			return unknown("the filter excludes column", c)
+		}
+	}
+	p, err := a.Policy(ctx)
+	if err != nil {
+		return err
+	}
+	return a.Bind(ctx, p.BindNow(g.ID, tc, g.Filter.ColumnNames()))
 }
 
 // bindNow binds names for scope on the table s against its current schema

@@ -175,6 +175,25 @@ func (h *Handler) fileAccess(r *http.Request, wh string, id catalog.Ident) (writ
 	return c.writeScope && c.pol.Effective(c.sub, s).Has(authz.Modify), nil
 }
 
+// filtered reports whether the caller may read the table, but only
+// through a data filter (so only through the SQL endpoint).
+func (h *Handler) filtered(r *http.Request, wh string, id catalog.Ident) bool {
+	c, err := h.caller(r)
+	if err != nil || c.unrestricted {
+		return false
+	}
+	fs, err := c.pol.ReadFilters(c.sub, authz.Table(wh, id))
+	return err == nil && fs != nil
+}
+
+// callerName is the principal name of the request's caller ("" when none).
+func callerName(r *http.Request) string {
+	if c, ok := auth.ClaimsFrom(r.Context()); ok {
+		return c.Principal
+	}
+	return ""
+}
+
 // visibleFilter returns, for a listing inside container, nil when the
 // caller may see every child (it holds DESCRIBE on the container), else a
 // function that says whether it may see one child securable.

@@ -39,10 +39,29 @@ func listNames(t *testing.T, f *testkit.Floe, tok, path string) []string {
 }
 
 // accessOf returns the vended access key id, "" when none was vended.
-func accessOf(t *testing.T, lr loadResult) string {
+func accessOf(t *testing.T, f *testkit.Floe, lr loadResult) string {
 	t.Helper()
 	if lr.Config["s3.access-key-id"] == "" && len(lr.StorageCredentials) != 0 {
 		t.Fatalf("storage-credentials without config keys: %+v", lr)
+	}
+	if lr.Config["s3.access-key-id"] == "" {
+		return ""
+	}
+	// A notice credential reads nothing: it carries the reason of the
+	// refusal to the S3 endpoint (vend.Notice).
+	if s := resolve(t, f, lr); s.Notice != "" {
+		if len(lr.StorageCredentials) != 0 || lr.Config["client.refresh-credentials-endpoint"] != "" {
+			t.Errorf("notice credential offered as storage credentials: %+v", lr)
+		}
+		if got := lr.Config[restcat.StorageAccessKey]; got != "none: "+s.Notice {
+			t.Errorf("%s = %q, notice %q", restcat.StorageAccessKey, got, s.Notice)
+		}
+		for _, g := range s.Grants {
+			if g.Access != vend.Notice || s.Allows(g.Bucket, g.Prefix+"x", false) {
+				t.Errorf("notice credential allows %+v", g)
+			}
+		}
+		return ""
 	}
 	return lr.Config["s3.access-key-id"]
 }
@@ -73,7 +92,7 @@ func TestDescribeOnlySeesEverythingButGetsNoCredentials(t *testing.T) {
 	mustStatus(t, r, 200)
 	var lr loadResult
 	r.JSON(t, &lr)
-	if accessOf(t, lr) != "" {
+	if accessOf(t, f, lr) != "" {
 		t.Fatalf("DESCRIBE-only principal got credentials: %+v", lr.Config)
 	}
 	if got := lr.Config[restcat.StorageAccessKey]; !strings.Contains(got, `lacks SELECT on table "crm.accounts" (it has DESCRIBE)`) {
@@ -101,7 +120,7 @@ func TestDescribeOnlySeesEverythingButGetsNoCredentials(t *testing.T) {
 	mustStatus(t, r, 200)
 	lr = loadResult{}
 	r.JSON(t, &lr)
-	if accessOf(t, lr) == "" {
+	if accessOf(t, f, lr) == "" {
 		t.Fatalf("SELECT principal got no credentials: %+v", lr.Config)
 	}
 	sess := resolve(t, f, lr)
@@ -112,7 +131,7 @@ func TestDescribeOnlySeesEverythingButGetsNoCredentials(t *testing.T) {
 	mustStatus(t, r, 200)
 	lr = loadResult{}
 	r.JSON(t, &lr)
-	if accessOf(t, lr) != "" {
+	if accessOf(t, f, lr) != "" {
 		t.Error("credentials vended for a table without SELECT")
 	}
 }
@@ -233,7 +252,10 @@ func TestTagGrantCoversTablesCreatedLater(t *testing.T) {
 
 func TestDataFilterRefusesFileAccess(t *testing.T) {
 	f := testkit.Start(t)
-	f.CreateTable(t, "crm", "accounts")
+	mustStatus(t, f.Do(t, "POST", f.P("/namespaces"), map[string]any{"namespace": []string{"crm"}}), 200)
+	mustStatus(t, f.Do(t, "POST", f.P("/namespaces/crm/tables"), map[string]any{"name": "accounts",
+		"schema": json.RawMessage(`{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":true,"type":"long"},` +
+			`{"id":2,"name":"region","required":false,"type":"string"},{"id":3,"name":"email","required":false,"type":"string"}]}`)}), 200)
 	tok := principal(t, f, "eu-analyst")
 	grant(t, f, authz.Grant{Grantee: authz.Principal("eu-analyst"), Privilege: authz.Select,
 		On:     authz.Table(f.Warehouse, catalog.Ident{Namespace: catalog.Namespace{"crm"}, Name: "accounts"}),
@@ -242,8 +264,14 @@ func TestDataFilterRefusesFileAccess(t *testing.T) {
 	mustStatus(t, r, 200)
 	var lr loadResult
 	r.JSON(t, &lr)
-	if lr.Config["s3.access-key-id"] != "" || len(lr.StorageCredentials) > 0 {
+	if accessOf(t, f, lr) != "" {
 		t.Fatalf("filtered principal got credentials: %+v", lr.Config)
+	}
+	if lr.Config["s3.access-key-id"] == "" || !strings.Contains(resolve(t, f, lr).Notice, "SQL endpoint at "+f.App.SQLAddr()) {
+		t.Errorf("no notice credential naming the SQL endpoint: %+v", lr.Config)
+	}
+	if got, want := lr.Config[restcat.ReadPathKey], "postgresql://"+f.App.SQLAddr()+"/"+f.Warehouse; got != want {
+		t.Errorf("%s = %q, want %q", restcat.ReadPathKey, got, want)
 	}
 	msg := `principal "eu-analyst" may read table "crm.accounts" only through a data filter`
 	if !strings.Contains(lr.Config[restcat.StorageAccessKey], msg) || !strings.Contains(lr.Config[restcat.StorageAccessKey], "SQL endpoint") {

@@ -206,7 +206,7 @@ func TestRenameInNamespaceGivesNothing(t *testing.T) {
 	if r.Status == 200 {
 		var lr loadResult
 		r.JSON(t, &lr)
-		if accessOf(t, lr) != "" {
+		if accessOf(t, f, lr) != "" {
 			t.Fatal("the renamer got credentials for a table it could not read")
 		}
 	}
@@ -216,7 +216,7 @@ func TestRenameInNamespaceGivesNothing(t *testing.T) {
 	mustStatus(t, r, 200)
 	var lr loadResult
 	r.JSON(t, &lr)
-	if accessOf(t, lr) == "" {
+	if accessOf(t, f, lr) == "" {
 		t.Error("the owner lost its access through a rename")
 	}
 }

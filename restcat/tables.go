@@ -267,6 +267,7 @@ func (h *Handler) commitTable(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h.ownCreated(r, wh, tc)
+	h.reportBrokenFilters(w, r, wh, tc)
 	writeTable(w, st, nil)
 	return nil
 }

@@ -3,6 +3,7 @@ package restcat
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -41,6 +42,15 @@ type Vending struct {
 	// would refuse as revoked (revoke.List): such a credential is never
 	// handed out or signed with again from the cache; a new one is minted.
 	Revoked func(s *vend.Session) error
+	// Notices makes a loadTable that vends no credential (the caller may
+	// not read the table's files) vend a notice credential instead: one
+	// that allows nothing and makes Floe's embedded S3 endpoint answer
+	// with the reason, so that an engine reading the table shows why
+	// (vend.Notice). Only the embedded endpoint understands them.
+	Notices bool
+	// SQLAddress is the host:port of the SQL endpoint ("" when it is off),
+	// named where a caller is told to read a filtered table through it.
+	SQLAddress string
 
 	mu    sync.Mutex
 	cache map[credKey]vendedCreds
@@ -209,8 +219,29 @@ func (h *Handler) access(r *http.Request, wh string, id catalog.Ident, tableLoc 
 			return tableAccess{}, denied
 		}
 		// Metadata only: the caller may describe the table but not read its
-		// files. The reason rides along for whoever inspects the config.
-		return tableAccess{Config: map[string]string{StorageAccessKey: "none: " + floe.PublicMessage(denied)}}, nil
+		// files. The reason rides along for whoever inspects the config,
+		// and in a notice credential for whoever reads the files anyway.
+		reason := floe.PublicMessage(denied)
+		cfg := map[string]string{}
+		if h.filtered(r, wh, id) && v.SQLAddress != "" {
+			cfg[ReadPathKey] = "postgresql://" + v.SQLAddress + "/" + wh
+			reason += fmt.Sprintf(". Read it through Floe's SQL endpoint at %s (PostgreSQL wire protocol, database %q, user %q, an access token as the password)",
+				v.SQLAddress, wh, callerName(r))
+		}
+		if v.Notices && delegation(r) == delegateVended {
+			creds, credID, err := v.notice(r.Context(), id, bucket, prefix, reason)
+			if err != nil {
+				h.log.WarnContext(r.Context(), "cannot vend a notice credential", "table", id.String(), "err", err)
+			} else {
+				if c, ok := r.Context().Value(callerKey{}).(*caller); ok && c != nil {
+					c.credentialID = credID
+				}
+				maps.Copy(cfg, v.clientConfig())
+				maps.Copy(cfg, credentialConfig(creds))
+			}
+		}
+		cfg[StorageAccessKey] = "none: " + reason
+		return tableAccess{Config: cfg}, nil
 	}
 	if delegation(r) == delegateSign {
 		cfg := v.clientConfig()
@@ -229,6 +260,41 @@ func (h *Handler) access(r *http.Request, wh string, id catalog.Ident, tableLoc 
 // StorageAccessKey is the LoadTableResult config key that says why a caller
 // got no storage access ("none: <reason>").
 const StorageAccessKey = "floe.storage-access"
+
+// ReadPathKey is the LoadTableResult config key that says where a caller
+// whose reads of the table go through a data filter reads it instead: the
+// SQL endpoint, as postgresql://host:port/warehouse.
+const ReadPathKey = "floe.read-path"
+
+// notice returns a notice credential for the table's prefix carrying
+// reason (see Vending.Notices), with its id; cached like other credentials.
+func (v *Vending) notice(ctx context.Context, id catalog.Ident, bucket, prefix, reason string) (vend.Credentials, string, error) {
+	if len(reason) > vend.MaxNoticeLength {
+		reason = reason[:vend.MaxNoticeLength-3] + "..."
+	}
+	s := session(ctx, id, bucket, prefix, false)
+	s.Grants[0].Access, s.Notice = vend.Notice, reason
+	key := credKey{use: "notice", tokenID: s.TokenID, principal: s.PrincipalID + "/" + s.Principal, table: s.Table,
+		prefix: bucket + "/" + prefix}
+	v.mu.Lock()
+	c, ok := v.cache[key]
+	v.mu.Unlock()
+	if ok && time.Since(c.minted) < vendReuse && c.sess.Notice == reason {
+		return c.creds, c.id, nil
+	}
+	creds, sess, err := v.Minter.Mint(ctx, s, v.TTL)
+	if err != nil {
+		return vend.Credentials{}, "", err
+	}
+	v.audit(ctx, sess)
+	v.mu.Lock()
+	if v.cache == nil || len(v.cache) > 10000 {
+		v.cache = map[credKey]vendedCreds{}
+	}
+	v.cache[key] = vendedCreds{creds: creds, sess: &sess, id: sess.ID, minted: time.Now()}
+	v.mu.Unlock()
+	return creds, sess.ID, nil
+}
 
 // vendedAccess returns a credential for the table's prefix in both places
 // a LoadTableResult carries it. With reuse, a credential minted for the

@@ -145,6 +145,9 @@ func (s *STS) Mint(ctx context.Context, sess Session, ttl time.Duration) (Creden
 	if err := sess.validate(); err != nil {
 		return Credentials{}, Session{}, err
 	}
+	if sess.Notice != "" {
+		return Credentials{}, Session{}, floe.E(floe.Invalid, "credential", "notice credentials are understood only by Floe's embedded S3 endpoint")
+	}
 	policy, err := sessionPolicy(s.partition, sess.Grants)
 	if err != nil {
 		return Credentials{}, Session{}, err

@@ -49,6 +49,8 @@ type wireSession struct {
 	Epoch       int64       `json:"v,omitempty"`
 	// Networks is Session.AllowedCIDRs (allowlists; absent when empty).
 	Networks []string `json:"n,omitempty"`
+	// Notice is Session.Notice (absent when empty).
+	Notice string `json:"o,omitempty"`
 }
 
 type wireGrant struct {
@@ -60,7 +62,7 @@ type wireGrant struct {
 func toWire(s Session) wireSession {
 	w := wireSession{ID: s.ID, AccessKeyID: s.AccessKeyID, Principal: s.Principal, PrincipalID: s.PrincipalID,
 		TokenID: s.TokenID, Table: s.Table, Grants: make([]wireGrant, len(s.Grants)), Expires: s.Expires.Unix(), Epoch: s.Epoch,
-		Networks: s.AllowedCIDRs}
+		Networks: s.AllowedCIDRs, Notice: s.Notice}
 	for i, g := range s.Grants {
 		w.Grants[i] = wireGrant(g)
 	}
@@ -70,7 +72,7 @@ func toWire(s Session) wireSession {
 func (w wireSession) session() Session {
 	s := Session{ID: w.ID, AccessKeyID: w.AccessKeyID, Principal: w.Principal, PrincipalID: w.PrincipalID,
 		TokenID: w.TokenID, Table: w.Table, Grants: make([]Grant, len(w.Grants)), Expires: time.Unix(w.Expires, 0).UTC(), Epoch: w.Epoch,
-		AllowedCIDRs: w.Networks}
+		AllowedCIDRs: w.Networks, Notice: w.Notice}
 	for i, g := range w.Grants {
 		s.Grants[i] = Grant(g)
 	}

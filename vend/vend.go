@@ -66,6 +66,10 @@ const (
 	Read Access = 1
 	// ReadWrite allows Read and also writing and deleting objects.
 	ReadWrite Access = 2
+	// Notice allows nothing: the credential of a principal that may not
+	// read the table's files carries, in Session.Notice, why and where to
+	// read instead, and Floe's S3 endpoint answers with it.
+	Notice Access = 3
 )
 
 // String returns "read" or "read-write".
@@ -75,6 +79,8 @@ func (a Access) String() string {
 		return "read"
 	case ReadWrite:
 		return "read-write"
+	case Notice:
+		return "notice"
 	}
 	return fmt.Sprintf("access(%d)", uint8(a))
 }
@@ -107,7 +113,7 @@ func (g Grant) Validate() error {
 		return bad("prefix %q must end and must not start with /", g.Prefix)
 	case hasDotSegment(g.Prefix) || hasControl(g.Prefix):
 		return bad("prefix %q has a . or .. segment or a control character", g.Prefix)
-	case g.Access != Read && g.Access != ReadWrite:
+	case g.Access != Read && g.Access != ReadWrite && g.Access != Notice:
 		return bad("unknown access %v", g.Access)
 	}
 	return nil
@@ -147,6 +153,27 @@ type Session struct {
 	// prefixes) when the credential was minted; the S3 endpoint refuses
 	// the credential from any other client address. Empty: any address.
 	AllowedCIDRs []string
+	// Notice, with Notice grants only, is what the S3 endpoint tells the
+	// holder instead of serving anything (one line, at most
+	// MaxNoticeLength bytes).
+	Notice string
+}
+
+// MaxNoticeLength bounds Session.Notice.
+const MaxNoticeLength = 1024
+
+// NoticeCovers reports whether s is a notice credential whose grant names
+// the object key in bucket: its notice is the answer for that object.
+func (s Session) NoticeCovers(bucket, key string) bool {
+	if s.Notice == "" || hasDotSegment(key) {
+		return false
+	}
+	for _, g := range s.Grants {
+		if g.Access == Notice && g.Bucket == bucket && strings.HasPrefix(key, g.Prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Allows reports whether the session's grants allow an operation on key in
@@ -189,6 +216,14 @@ func (s Session) Allows(bucket, key string, write bool) bool {
 func (s Session) validate() error {
 	if len(s.Grants) == 0 {
 		return floe.E(floe.Invalid, "credential", "a credential needs at least one grant")
+	}
+	if len(s.Notice) > MaxNoticeLength || hasControl(s.Notice) {
+		return floe.E(floe.Invalid, "credential", "a credential's notice is one line of at most %d bytes", MaxNoticeLength)
+	}
+	for _, g := range s.Grants {
+		if (g.Access == Notice) != (s.Notice != "") {
+			return floe.E(floe.Invalid, "credential", "a notice credential has a notice and only notice grants")
+		}
 	}
 	for _, g := range s.Grants {
 		if err := g.Validate(); err != nil {

@@ -69,7 +69,8 @@ func TestGrantValidate(t *testing.T) {
 		{"control in prefix", func(g *vend.Grant) { g.Prefix = "crm/\x00/" }, false},
 		{"long prefix", func(g *vend.Grant) { g.Prefix = strings.Repeat("p", 1024) + "/" }, false},
 		{"no access", func(g *vend.Grant) { g.Access = 0 }, false},
-		{"unknown access", func(g *vend.Grant) { g.Access = 3 }, false},
+		{"unknown access", func(g *vend.Grant) { g.Access = 4 }, false},
+		{"notice access", func(g *vend.Grant) { g.Access = vend.Notice }, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := ok

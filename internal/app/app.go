@@ -26,6 +26,7 @@ import (
 	"github.com/floe-lake/floe/objstore/sse"
 	"github.com/floe-lake/floe/restcat"
 	"github.com/floe-lake/floe/revoke"
+	"github.com/floe-lake/floe/sqlgw/rowfilter"
 	"github.com/floe-lake/floe/store/sqlstore"
 	"github.com/floe-lake/floe/vend"
 )
@@ -51,9 +52,12 @@ type App struct {
 	// auditTail holds the records this node last stored, for the export.
 	auditTail *audit.Tail
 	authz     *authz.Authorizer
-	oauth     *oauth.Handler
-	rest      *restcat.Handler
-	maint     *maint.Scheduler // nil when maintenance is off
+	// rowFilters parses grants' row filters as they are made (one DuckDB
+	// connection, opened at the first grant with a row filter).
+	rowFilters *rowfilter.Parser
+	oauth      *oauth.Handler
+	rest       *restcat.Handler
+	maint      *maint.Scheduler // nil when maintenance is off
 	// maintainer runs maintenance on demand (see maint.go).
 	maintainer *maint.Maintainer
 	// stopPurgeWorker stops the purge worker (see purge.go).
@@ -155,7 +159,8 @@ func (a *App) init(ctx context.Context) error {
 		BeforeSchemaChange: a.bindBeforeSchemaChange, AllowedLocations: cfg.AllowedLocations}
 	cfg.Purge.catalogOptions(&catOpts, cfg.PurgeHook)
 	a.cat = catalog.New(a.store, io, catOpts)
-	a.authz = authz.New(a.store, authz.Options{Logger: a.log, Tables: tableColumns{a.cat}})
+	a.rowFilters = rowfilter.New()
+	a.authz = authz.New(a.store, authz.Options{Logger: a.log, Tables: tableColumns{a.cat}, RowFilters: a.rowFilters})
 	a.oauth = oauth.New(a.auth, oauth.Options{Logger: a.log, Audit: a.audit, FailuresPerMinute: cfg.AuthFailuresPerMinute})
 	opts := restcat.Options{
 		DefaultWarehouse: cfg.Warehouse,
@@ -365,6 +370,9 @@ func (a *App) Close(ctx context.Context) error {
 	errs = append(errs, a.sealAtShutdown(ctx))
 	if a.objects != nil {
 		errs = append(errs, a.objects.Close())
+	}
+	if a.rowFilters != nil {
+		errs = append(errs, a.rowFilters.Close())
 	}
 	errs = append(errs, a.store.Close())
 	return errors.Join(errs...)

@@ -137,7 +137,8 @@ type Config struct {
 	LogLevel string `yaml:"log_level"`
 	// LogFormat is text or json (env FLOE_LOG_FORMAT, default text).
 	LogFormat string `yaml:"log_format"`
-	// Maintenance runs table maintenance (snapshot expiry) in the background
+	// Maintenance runs table maintenance (compaction, manifest rewriting,
+	// snapshot expiry, orphan removal, lifecycle) in the background
 	// (env FLOE_MAINTENANCE, default true). Nodes sharing a store share the
 	// work: each job runs once per table per interval, on one node.
 	Maintenance bool `yaml:"maintenance"`
@@ -178,7 +179,8 @@ type Config struct {
 	AuditCheckpointInterval time.Duration `yaml:"audit_checkpoint_interval"`
 	// StreamFlushInterval and StreamFlushRows say when rows sent to the
 	// micro-batch endpoint .../stream are committed: every interval, or as
-	// soon as a table has that many buffered (defaults 5s and 100000).
+	// soon as a table has that many buffered (env FLOE_STREAM_FLUSH_INTERVAL
+	// and FLOE_STREAM_FLUSH_ROWS; defaults 5s and 100000).
 	StreamFlushInterval time.Duration `yaml:"stream_flush_interval"`
 	StreamFlushRows     int64         `yaml:"stream_flush_rows"`
 	// SQLListen is the address of the PostgreSQL-wire SQL endpoint (env
@@ -513,6 +515,20 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 			return fmt.Errorf("FLOE_SQL_THREADS: %w", err)
 		}
 		c.SQLThreads = n
+	}
+	if v := getenv("FLOE_STREAM_FLUSH_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("FLOE_STREAM_FLUSH_INTERVAL: %w", err)
+		}
+		c.StreamFlushInterval = d
+	}
+	if v := getenv("FLOE_STREAM_FLUSH_ROWS"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("FLOE_STREAM_FLUSH_ROWS: %w", err)
+		}
+		c.StreamFlushRows = n
 	}
 	if v := getenv("FLOE_AUDIT_CHECKPOINT_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -119,3 +119,22 @@ func TestConfig_Memory(t *testing.T) {
 		t.Errorf("from env: %q %d %d", c.MemoryLimit, c.GCPercent, c.MetadataCacheBytes)
 	}
 }
+
+// TestStreamFlushEnv: the micro-batch flush settings come from the
+// environment too, and a bad value names its variable.
+func TestStreamFlushEnv(t *testing.T) {
+	c := Defaults()
+	env := map[string]string{"FLOE_STREAM_FLUSH_INTERVAL": "2s", "FLOE_STREAM_FLUSH_ROWS": "500"}
+	if err := c.LoadEnv(func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if c.StreamFlushInterval != 2*time.Second || c.StreamFlushRows != 500 {
+		t.Fatalf("StreamFlushInterval %v, StreamFlushRows %d", c.StreamFlushInterval, c.StreamFlushRows)
+	}
+	for k, v := range map[string]string{"FLOE_STREAM_FLUSH_INTERVAL": "soon", "FLOE_STREAM_FLUSH_ROWS": "many"} {
+		c := Defaults()
+		if err := c.LoadEnv(func(n string) string { return map[string]string{k: v}[n] }); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: %v", k, v, err)
+		}
+	}
+}

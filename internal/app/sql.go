@@ -83,6 +83,9 @@ func (a *App) startSQL(ctx context.Context) error {
 		return fmt.Errorf("listen %s: %w", cfg.SQLListen, err)
 	}
 	a.sql = &sqlEndpoint{engine: eng, server: srv, ln: ln}
+	if a.vend != nil {
+		a.vend.SQLAddress = ln.Addr().String() // named to readers refused files for a data filter
+	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, pgwire.ErrServerClosed) {
 			a.log.Error("sql endpoint stopped", "err", err)

@@ -144,6 +144,7 @@ func (a *App) vending() *restcat.Vending {
 	} else {
 		v.PathStyle = true
 		v.Endpoint = a.cfg.S3PublicURL // completed in Start when empty
+		v.Notices = true               // the embedded endpoint tells refused readers why
 	}
 	a.vend = v
 	return v

@@ -339,6 +339,11 @@ and on everything inside it; --warehouse (when given) those in that warehouse.`}
 		if err != nil {
 			return err
 		}
+		pol, err := a.Authz().Policy(ctx)
+		if err != nil {
+			return err
+		}
+		var broken []string
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tPRIVILEGE\tON\tGRANTEE\tFILTER\tCREATED BY\tCREATED")
 		for _, g := range gs {
@@ -353,9 +358,22 @@ and on everything inside it; --warehouse (when given) those in that warehouse.`}
 			if filter == "" {
 				filter = "-"
 			}
+			// A filter whose column is gone fails closed: say so.
+			if ws := a.Authz().FilterWarnings(ctx, pol, &g); len(ws) > 0 {
+				filter = "BROKEN " + filter
+				for _, w := range ws {
+					broken = append(broken, "grant "+g.ID+" is broken: "+w)
+				}
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.ID, g.Privilege, on, g.Grantee, filter, g.CreatedBy, g.CreatedAt.Format(time.RFC3339))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, b := range broken {
+			fmt.Fprintln(stdout, b)
+		}
+		return nil
 	})
 }
 

@@ -126,7 +126,7 @@ floe principal create NAME --admin --data-dir DIR.`,
 	demoFlag := cmd.Flags().Bool("demo", false, "load the generated CRM demo dataset (env FLOE_DEMO)")
 	noAuth := cmd.Flags().Bool("insecure-no-auth", false, "DISABLE authentication (throwaway local use only; env FLOE_INSECURE_NO_AUTH)")
 	ttl := cmd.Flags().Duration("token-ttl", app.Defaults().TokenTTL, "access token lifetime (env FLOE_TOKEN_TTL)")
-	maintOn := cmd.Flags().Bool("maintenance", app.Defaults().Maintenance, "run table maintenance (snapshot expiry) in the background (env FLOE_MAINTENANCE)")
+	maintOn := cmd.Flags().Bool("maintenance", app.Defaults().Maintenance, "run table maintenance (compaction, manifest rewriting, snapshot expiry, orphan removal, lifecycle) in the background (env FLOE_MAINTENANCE)")
 	maintEvery := cmd.Flags().Duration("maintenance-interval", app.Defaults().MaintenanceInterval, "maintenance schedule tick (env FLOE_MAINTENANCE_INTERVAL)")
 	retention := cmd.Flags().Duration("snapshot-retention", app.Defaults().SnapshotRetention, "expire snapshots older than this unless a table property says otherwise (env FLOE_SNAPSHOT_RETENTION)")
 	s3Listen := cmd.Flags().String("s3-listen", app.Defaults().S3Listen, "embedded S3 endpoint listen address, or off (env FLOE_S3_LISTEN)")

@@ -112,6 +112,11 @@ func accountsSchema() *iceberg.Schema {
 		iceberg.NestedField{ID: 3, Name: "industry", Type: iceberg.PrimitiveTypes.String},
 		iceberg.NestedField{ID: 4, Name: "country", Type: iceberg.PrimitiveTypes.String},
 		iceberg.NestedField{ID: 5, Name: "annual_revenue", Type: iceberg.PrimitiveTypes.Float64},
+		// For the governance examples of the docs: a region to filter rows
+		// by and contact details to hide or mask.
+		iceberg.NestedField{ID: 6, Name: "region", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 7, Name: "email", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 8, Name: "phone", Type: iceberg.PrimitiveTypes.String},
 	)
 }
 
@@ -140,6 +145,8 @@ var (
 	countries  = []string{"DE", "FR", "GB", "US", "JP", "BR", "IN", "NL"}
 	stages     = []string{"Prospecting", "Qualification", "Proposal", "Negotiation", "Closed Won", "Closed Lost"}
 	kinds      = []string{"call", "email", "meeting", "demo", "support"}
+	// regions maps each country to its sales region.
+	regions = map[string]string{"DE": "EMEA", "FR": "EMEA", "GB": "EMEA", "NL": "EMEA", "US": "AMER", "BR": "AMER", "JP": "APAC", "IN": "APAC"}
 )
 
 func toTable(sc *iceberg.Schema, fill func(*array.RecordBuilder)) arrow.Table {
@@ -161,8 +168,13 @@ func accounts(rng *rand.Rand, _ time.Time) arrow.Table {
 			b.Field(0).(*array.Int64Builder).Append(int64(i))
 			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("Account %03d GmbH", i))
 			b.Field(2).(*array.StringBuilder).Append(industries[rng.IntN(len(industries))])
-			b.Field(3).(*array.StringBuilder).Append(countries[rng.IntN(len(countries))])
+			country := countries[rng.IntN(len(countries))]
+			b.Field(3).(*array.StringBuilder).Append(country)
 			b.Field(4).(*array.Float64Builder).Append(float64(rng.IntN(500_000_000)) / 100)
+			// Derived, not drawn: the other tables' random data stays as it was.
+			b.Field(5).(*array.StringBuilder).Append(regions[country])
+			b.Field(6).(*array.StringBuilder).Append(fmt.Sprintf("contact@account%03d.example.com", i))
+			b.Field(7).(*array.StringBuilder).Append(fmt.Sprintf("+1 555 %07d", 1000+i))
 		}
 	})
 }

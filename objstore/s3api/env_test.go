@@ -57,6 +57,7 @@ const (
 	akTableA   = "FLOETABLEAAAAAAAAA" // read-write on t/a/
 	akReadOnly = "FLOEREADONLYAAAAAA" // read on t/a/
 	akExpired  = "FLOEEXPIREDAAAAAAA"
+	akNotice   = "FLOENOTICEAAAAAAAA" // a notice credential on t/a/
 	akInvalid  = "FLOEINVALIDAAAAAAA"
 )
 
@@ -73,6 +74,11 @@ func defaultResolver() fakeResolver {
 			vend.Grant{Bucket: testBucket, Prefix: "t/a/", Access: vend.ReadWrite})},
 		akReadOnly: {secret: "ro-secret", token: "tok-ro", sess: sess(akReadOnly, "ns.a",
 			vend.Grant{Bucket: testBucket, Prefix: "t/a/", Access: vend.Read})},
+		akNotice: {secret: "n-secret", token: "tok-n", sess: func() vend.Session {
+			s := sess(akNotice, "ns.a", vend.Grant{Bucket: testBucket, Prefix: "t/a/", Access: vend.Notice})
+			s.Notice = noticeText
+			return s
+		}()},
 		akExpired: {secret: "x", token: "tok-x", err: vend.ErrExpired},
 		akInvalid: {secret: "x", token: "tok-x", err: vend.ErrInvalidToken},
 	}

@@ -147,7 +147,30 @@ func (s *Server) getObject(ctx context.Context, q *request) error {
 	return nil
 }
 
+// noticeSize is the size a notice HEAD claims for the object: the length
+// of the error document a GET of it with the same credential gets.
+// Clients read an object into a buffer of the size the HEAD gave and parse
+// an error answer from that buffer: a larger claim leaves bytes after the
+// document that make some (PyArrow's AWS SDK) drop the message, a smaller
+// one makes them fail on the overflow. It says nothing about the object.
+func noticeSize(q *request) int {
+	body, err := encodeXML(errorBody{Code: "AccessDenied", Message: q.sess.Notice, Resource: q.r.URL.Path, RequestID: q.id})
+	if err != nil {
+		return 1
+	}
+	return len(body)
+}
+
 func (s *Server) headObject(ctx context.Context, q *request) error {
+	if q.noticeHead {
+		// Nothing about the object: neither its existence nor its size.
+		h := q.w.Header()
+		h.Set("X-Floe-Notice", headerSafe(q.sess.Notice))
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Content-Length", strconv.Itoa(noticeSize(q)))
+		q.w.WriteHeader(http.StatusOK)
+		return nil
+	}
 	if err := checkPartNumber(q.query); err != nil {
 		return err
 	}

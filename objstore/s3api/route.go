@@ -176,6 +176,17 @@ func route(method, bucketName, key string, query url.Values, h http.Header) (ope
 
 // checkAccess applies op's authorization rule.
 func (s *Server) checkAccess(q *request, op operation) error {
+	if q.sess != nil && q.sess.Notice != "" {
+		// A notice credential allows nothing; its notice is the answer.
+		// A HEAD of an object of its table answers 200 (see headObject)
+		// because a refused HEAD has no body to carry the notice: the
+		// client's GET that follows gets it as the error message.
+		if op.name == opHeadObject.name && q.sess.NoticeCovers(q.bucket, q.key) {
+			q.noticeHead = true
+			return nil
+		}
+		return errorf("AccessDenied", http.StatusForbidden, q.sess.Notice)
+	}
 	switch op.perm {
 	case permRead:
 		return authorize(q.sess, op.name, q.bucket, q.key, false)

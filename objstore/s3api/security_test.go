@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -326,5 +327,101 @@ func TestDeleteObjects_Limits(t *testing.T) {
 	many := "<Delete>" + strings.Repeat("<Object><Key>t/a/x</Key></Object>", 1001) + "</Delete>"
 	if st, body := send(many, ""); st != 400 || !strings.Contains(body, "<Code>MalformedXML</Code>") {
 		t.Fatalf("DeleteObjects with 1001 keys: %d %.200s", st, body)
+	}
+}
+
+const noticeText = `principal "bi" may read table "ns.a" only through a data filter; query it through the SQL endpoint at 127.0.0.1:5433`
+
+// TestNoticeCredential: a notice credential reads and writes nothing; a
+// GET (or any other operation) is refused with the notice as the S3 error
+// message, and a HEAD of a key under its table (whose error could carry no
+// body) answers 200 with the length of the GET's error body and the notice in a header, without
+// looking at the object, so that the client's next GET shows the notice.
+func TestNoticeCredential(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	admin, n := e.client(akAdmin), e.client(akNotice)
+	_, err := admin.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(testBucket), Key: aws.String("t/a/x"), Body: strings.NewReader("secret data")})
+	mustNoErr(t, err)
+	noticed := func(name string, err error) {
+		t.Helper()
+		wantCode(t, err, "AccessDenied", 403)
+		var ae smithy.APIError
+		if !errors.As(err, &ae) || ae.ErrorMessage() != noticeText {
+			t.Errorf("%s: error %v, want the notice as its message", name, err)
+		}
+	}
+	_, err = n.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(testBucket), Key: aws.String("t/a/x")})
+	noticed("get", err)
+	_, err = n.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(testBucket), Key: aws.String("t/a/x"), Range: aws.String("bytes=0-0")})
+	noticed("ranged get", err)
+	_, err = n.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(testBucket), Key: aws.String("t/a/y"), Body: strings.NewReader("x")})
+	noticed("put", err)
+	_, err = n.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(testBucket), Prefix: aws.String("t/a/")})
+	noticed("list", err)
+	_, err = n.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(testBucket), Key: aws.String("t/b/x")})
+	noticed("get elsewhere", err)
+
+	// No existence or size oracle: the same answer for an object and for
+	// none (keys of the same length), the length of the GET's error body.
+	var sizes []int64
+	for _, k := range []string{"t/a/x", "t/a/y"} {
+		h, err := n.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String(k)})
+		mustNoErr(t, err)
+		if h.ETag != nil || h.LastModified != nil {
+			t.Errorf("HEAD %s: etag %v, modified %v; want nothing about the object", k, h.ETag, h.LastModified)
+		}
+		sizes = append(sizes, aws.ToInt64(h.ContentLength))
+	}
+	get, err := http.NewRequest(http.MethodGet, e.srv.URL+"/"+testBucket+"/t/a/x", nil)
+	mustNoErr(t, err)
+	e.sign(get, akNotice)
+	gr, err := e.srv.Client().Do(get)
+	mustNoErr(t, err)
+	body, err := io.ReadAll(gr.Body)
+	gr.Body.Close()
+	mustNoErr(t, err)
+	if sizes[0] != sizes[1] || sizes[0] != int64(len(body)) || gr.StatusCode != 403 {
+		t.Errorf("HEAD sizes %v, GET %d with a %d-byte body; want the body's length for both", sizes, gr.StatusCode, len(body))
+	}
+	_, err = n.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(testBucket), Key: aws.String("t/b/x")})
+	wantCode(t, err, "Forbidden", 403) // outside its table: refused as usual
+
+	req, err := http.NewRequest(http.MethodHead, e.srv.URL+"/"+testBucket+"/t/a/x", nil)
+	mustNoErr(t, err)
+	e.sign(req, akNotice)
+	resp, err := e.srv.Client().Do(req)
+	mustNoErr(t, err)
+	resp.Body.Close()
+	if got := resp.Header.Get("X-Floe-Notice"); got != noticeText {
+		t.Errorf("X-Floe-Notice = %q", got)
+	}
+}
+
+// TestHeadErrorHeaders: a refused HEAD, which has no body, carries the S3
+// error code and message in x-amz-error-code and x-amz-error-message.
+func TestHeadErrorHeaders(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	req, err := http.NewRequest(http.MethodHead, e.srv.URL+"/"+testBucket+"/t/b/x", nil)
+	mustNoErr(t, err)
+	e.sign(req, akTableA)
+	resp, err := e.srv.Client().Do(req)
+	mustNoErr(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != 403 || resp.Header.Get("X-Amz-Error-Code") != "AccessDenied" ||
+		!strings.Contains(resp.Header.Get("X-Amz-Error-Message"), "HeadObject on s3://floe/t/b/x needs read") {
+		t.Errorf("HEAD: %d, headers %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// sign signs req with the credential ak of the test resolver.
+func (e *env) sign(req *http.Request, ak string) {
+	e.t.Helper()
+	c := e.res[ak]
+	if err := sigv4.Sign(req, sigv4.Credentials{AccessKeyID: ak, SecretAccessKey: c.secret, SessionToken: c.token},
+		"us-east-1", "s3", time.Now(), sigv4.UnsignedPayload, sigv4.SignOptions{SignBody: true}); err != nil {
+		e.t.Fatal(err)
 	}
 }

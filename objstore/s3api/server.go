@@ -127,6 +127,8 @@ type request struct {
 	auditKey string
 	// revoked is why the credential was refused as revoked.
 	revoked string
+	// noticeHead is a HEAD made with a notice credential (see checkAccess).
+	noticeHead bool
 }
 
 // ServeHTTP implements http.Handler.
@@ -266,6 +268,11 @@ func (s *Server) writeError(q *request, err error) string {
 	if q.r.Method == http.MethodHead || ae.Status == http.StatusNotModified {
 		h.Del("Content-Type")
 		h.Del("Content-Length")
+		if ae.Status != http.StatusNotModified {
+			// No body: the code and message ride in headers (one line each).
+			h.Set("X-Amz-Error-Code", headerSafe(ae.Code))
+			h.Set("X-Amz-Error-Message", headerSafe(ae.Message))
+		}
 		q.w.WriteHeader(ae.Status)
 		return ae.Code
 	}
@@ -279,6 +286,21 @@ func (s *Server) writeError(q *request, err error) string {
 	q.w.WriteHeader(ae.Status)
 	_, _ = q.w.Write(body)
 	return ae.Code
+}
+
+// headerSafe returns s as a header value: printable ASCII only (others
+// become "?"), at most 1024 bytes.
+func headerSafe(s string) string {
+	b := []byte(s)
+	if len(b) > 1024 {
+		b = b[:1024]
+	}
+	for i, c := range b {
+		if c < 0x20 || c >= 0x7f {
+			b[i] = '?'
+		}
+	}
+	return string(b)
 }
 
 // writeXML sends v as a 200 XML response.
