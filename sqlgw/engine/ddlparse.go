@@ -193,7 +193,10 @@ func (p *ddlParser) word() (string, bool) {
 }
 
 // qname reads a dotted name of one to three parts.
-func (p *ddlParser) qname() ([]string, error) {
+func (p *ddlParser) qname() ([]string, error) { return p.qnameN(3) }
+
+// qnameN reads a dotted name of one to max parts.
+func (p *ddlParser) qnameN(max int) ([]string, error) {
 	var parts []string
 	for {
 		w, ok := p.word()
@@ -205,7 +208,7 @@ func (p *ddlParser) qname() ([]string, error) {
 			break
 		}
 	}
-	if len(parts) > 3 {
+	if len(parts) > max {
 		return nil, syntaxError("improper qualified name (too many dotted names): %s", strings.Join(parts, "."))
 	}
 	return parts, nil
@@ -909,8 +912,12 @@ func (p *ddlParser) commentOn() (*ddlParsed, error) {
 		}
 		return nil, unsupported("COMMENT ON %s is not supported (only TABLE and COLUMN)", strings.ToUpper(p.toks[p.i].text))
 	}
+	parts := 3
+	if d.commentsCol {
+		parts = 4
+	}
 	var err error
-	if d.path, err = p.qname(); err != nil {
+	if d.path, err = p.qnameN(parts); err != nil {
 		return nil, err
 	}
 	if d.commentsCol {
