@@ -11,6 +11,7 @@ import (
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/sqlgw/pgwire"
 )
 
@@ -244,6 +245,11 @@ func (ss *session) commitTxn(ctx context.Context, t *txnState) ([]string, error)
 	}
 	if len(commits) == 0 {
 		return written, nil
+	}
+	for _, tc := range commits {
+		// The catalog keeps the committed metadata: it must not hold the
+		// staging transactions' builders through the snapshots' pointers.
+		lake.DetachSnapshots(tc.Updates)
 	}
 	if err := ss.e.opts.DDL.CommitTransaction(ctx, wh, commits); err != nil {
 		if floe.KindOf(err) == floe.Conflict {
