@@ -74,23 +74,27 @@ func (st *ddlStmt) Execute(ctx context.Context, _ []any) (pgwire.Result, error) 
 		return nil, errTxFailed
 	}
 	ctx = catalog.WithClaimant(ctx, catalog.Claimant{Principal: ss.sub.PrincipalID, Admin: ss.unrestricted})
-	tag, written, err := ss.runDDL(ctx, st.d)
-	ss.auditDDL(ctx, st, written, err)
+	tag, written, read, err := ss.runDDL(ctx, st.d)
+	ss.auditDDL(ctx, st, written, read, err)
 	if err != nil {
 		return nil, ss.publicError(err, false)
 	}
 	return &pgwire.StaticResult{CommandTag: tag}, nil
 }
 
-// auditDDL records one DDL statement as a sql.query event.
-func (ss *session) auditDDL(ctx context.Context, st *ddlStmt, written []string, err error) {
+// auditDDL records one DDL statement as a sql.query event: the tables it
+// wrote, and those it read (CREATE TABLE ... AS).
+func (ss *session) auditDDL(ctx context.Context, st *ddlStmt, written, read []string, err error) {
 	if ss.e.opts.Audit == nil {
 		return
 	}
 	if written == nil {
 		written = []string{}
 	}
-	detail := map[string]any{"sql": st.text, "statement": st.d.kind.String(), "tables": []string{}, "written": written, "session": ss.pg.ID}
+	if read == nil {
+		read = []string{}
+	}
+	detail := map[string]any{"sql": st.text, "statement": st.d.kind.String(), "tables": read, "written": written, "session": ss.pg.ID}
 	if ss.pg.TxStatus() == pgwire.TxInBlock {
 		detail["transaction"] = "staged"
 	}
@@ -181,57 +185,59 @@ func (ss *session) tableName(path []string) (string, catalog.Ident, error) {
 	return wh, catalog.Ident{Namespace: ns, Name: path[len(path)-1]}, nil
 }
 
-// runDDL runs one DDL statement and returns its command tag and the
-// tables it wrote.
-func (ss *session) runDDL(ctx context.Context, d *ddlParsed) (string, []string, error) {
+// runDDL runs one DDL statement and returns its command tag, the tables
+// it wrote and the tables it read.
+func (ss *session) runDDL(ctx context.Context, d *ddlParsed) (tag string, written, read []string, err error) {
 	if ss.e.opts.DDL == nil {
-		return "", nil, unsupported("DDL is not available on this SQL endpoint")
+		return "", nil, nil, unsupported("DDL is not available on this SQL endpoint")
 	}
 	inBlock := ss.pg.TxStatus() == pgwire.TxInBlock
 	switch {
 	case d.kind == ddlCreateSchema:
 		if inBlock {
-			return "", nil, notInBlock("CREATE SCHEMA")
+			return "", nil, nil, notInBlock("CREATE SCHEMA")
 		}
-		return d.kind.String(), nil, ss.createSchema(ctx, d)
+		return d.kind.String(), nil, nil, ss.createSchema(ctx, d)
 	case d.kind == ddlDropSchema:
 		if inBlock {
-			return "", nil, notInBlock("DROP SCHEMA")
+			return "", nil, nil, notInBlock("DROP SCHEMA")
 		}
-		return d.kind.String(), nil, ss.dropSchema(ctx, d)
+		return d.kind.String(), nil, nil, ss.dropSchema(ctx, d)
 	case d.kind == ddlDropTable:
 		if inBlock {
-			return "", nil, notInBlock("DROP TABLE")
+			return "", nil, nil, notInBlock("DROP TABLE")
 		}
 		w, err := ss.dropTable(ctx, d)
-		return d.kind.String(), w, err
+		return d.kind.String(), w, nil, err
 	case d.kind == ddlAlterTable && d.alter == alterRename:
 		if inBlock {
-			return "", nil, notInBlock("ALTER TABLE ... RENAME TO")
+			return "", nil, nil, notInBlock("ALTER TABLE ... RENAME TO")
 		}
 		w, err := ss.renameTable(ctx, d)
-		return d.kind.String(), w, err
+		return d.kind.String(), w, nil, err
 	}
-	// A table change: staged in the open transaction, or in one of its own.
+	// A table change: staged in the open block, or in a block of its own
+	// committed at once.
 	t := ss.txn
-	implicit := t == nil || !inBlock
-	if implicit {
+	if !inBlock || t == nil {
 		t = newTxn(ss)
 		ss.txn = t
+	}
+	if !inBlock {
 		defer func() { ss.txn = nil }()
 	}
-	tag, target, err := ss.stageDDL(ctx, t, d)
+	tag, target, read, err := ss.stageDDL(ctx, t, d)
 	if err != nil {
-		return "", nil, err
+		return "", nil, read, err
 	}
-	if !implicit {
+	if inBlock {
 		if target == "" {
-			return tag, nil, nil
+			return tag, nil, read, nil
 		}
-		return tag, []string{target}, nil
+		return tag, []string{target}, read, nil
 	}
-	written, err := ss.commitTxn(ctx, t)
-	return tag, written, err
+	written, err = ss.commitTxn(ctx, t)
+	return tag, written, read, err
 }
 
 func (ss *session) createSchema(ctx context.Context, d *ddlParsed) error {
@@ -395,33 +401,33 @@ func (ss *session) renameTable(ctx context.Context, d *ddlParsed) ([]string, err
 }
 
 // stageDDL stages a statement that changes one table in t and returns its
-// command tag and the table.
-func (ss *session) stageDDL(ctx context.Context, t *txnState, d *ddlParsed) (string, string, error) {
+// command tag, the table and the tables it read (CREATE TABLE ... AS).
+func (ss *session) stageDDL(ctx context.Context, t *txnState, d *ddlParsed) (tag, target string, read []string, err error) {
 	wh, id, err := ss.tableName(d.path)
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
-	target := wh + "." + id.String()
+	target = wh + "." + id.String()
 	if d.kind == ddlCreateTable {
-		tag, err := ss.createTable(ctx, t, d, wh, id)
-		return tag, target, err
+		tag, read, err := ss.createTable(ctx, t, d, wh, id)
+		return tag, target, read, err
 	}
 	if d.kind == ddlTruncate {
 		if err := ss.authorizeWrite(ctx, wh, id, dmlDelete); err != nil {
-			return "", "", err
+			return "", "", nil, err
 		}
 	} else if err := ss.require(ctx, authz.Modify, authz.Table(wh, id)); err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	tbl, err := t.load(ctx, wh, id)
 	if err != nil {
 		if floe.KindOf(err) == floe.NotFound {
 			if d.ifExists {
-				return d.kind.String(), "", nil
+				return d.kind.String(), "", nil, nil
 			}
-			return "", "", undefinedTable(d.path, err)
+			return "", "", nil, undefinedTable(d.path, err)
 		}
-		return "", "", err
+		return "", "", nil, err
 	}
 	txn := tbl.NewTransaction()
 	switch d.kind {
@@ -429,7 +435,7 @@ func (ss *session) stageDDL(ctx context.Context, t *txnState, d *ddlParsed) (str
 		if tbl.CurrentSnapshot() != nil {
 			props := iceberg.Properties{"floe.sql.statement": "TRUNCATE", "floe.sql.principal": ss.pg.Identity.Principal}
 			if err := txn.Delete(ctx, iceberg.AlwaysTrue{}, props); err != nil {
-				return "", "", err
+				return "", "", nil, err
 			}
 		}
 	case ddlComment:
@@ -438,12 +444,12 @@ func (ss *session) stageDDL(ctx context.Context, t *txnState, d *ddlParsed) (str
 		err = alterTable(txn, tbl, d)
 	}
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	if _, err := txn.Commit(ctx); err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
-	return d.kind.String(), target, nil
+	return d.kind.String(), target, nil, nil
 }
 
 // commentOn sets or removes a table's comment property or a column's doc.
@@ -596,28 +602,28 @@ func widens(from, to iceberg.Type) bool {
 
 // createTable stages CREATE TABLE, CREATE OR REPLACE TABLE and CREATE
 // TABLE ... AS.
-func (ss *session) createTable(ctx context.Context, t *txnState, d *ddlParsed, wh string, id catalog.Ident) (string, error) {
+func (ss *session) createTable(ctx context.Context, t *txnState, d *ddlParsed, wh string, id catalog.Ident) (string, []string, error) {
 	if err := ss.require(ctx, authz.CreateTable, authz.NamespaceOf(wh, id.Namespace)); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	exists := false
-	if st, ok := t.tables[txnKey(wh, id)]; ok {
-		exists = st.meta != nil
+	if _, ok := t.tables[txnKey(wh, id)]; ok {
+		exists = true
 	} else {
 		var err error
 		if exists, err = ss.e.opts.DDL.Exists(ctx, wh, id, catalog.KindTable); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	if exists {
 		if d.ifExists {
-			return "CREATE TABLE", nil
+			return "CREATE TABLE", nil, nil
 		}
 		if !d.orReplace {
-			return "", &pgwire.Error{Code: pgwire.CodeDuplicateTable, Message: fmt.Sprintf("relation %q already exists", id.String())}
+			return "", nil, &pgwire.Error{Code: pgwire.CodeDuplicateTable, Message: fmt.Sprintf("relation %q already exists", id.String())}
 		}
 		if err := ss.require(ctx, authz.Modify, authz.Table(wh, id)); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	var (
@@ -627,11 +633,11 @@ func (ss *session) createTable(ctx context.Context, t *txnState, d *ddlParsed, w
 	if d.query != "" {
 		var err error
 		if sel, err = ss.prepareSelect(ctx, d.query, nil); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		defer sel.Close()
 		if fields, err = queryFields(sel, d.colNames); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	} else {
 		for i, c := range d.cols {
@@ -641,20 +647,20 @@ func (ss *session) createTable(ctx context.Context, t *txnState, d *ddlParsed, w
 	seen := map[string]bool{}
 	for _, f := range fields {
 		if seen[strings.ToLower(f.Name)] {
-			return "", &pgwire.Error{Code: "42701", Message: fmt.Sprintf("column %q specified more than once", f.Name)}
+			return "", nil, &pgwire.Error{Code: "42701", Message: fmt.Sprintf("column %q specified more than once", f.Name)}
 		}
 		seen[strings.ToLower(f.Name)] = true
 	}
 	sc := iceberg.NewSchema(0, fields...)
 	if exists {
 		if err := ss.replaceTable(ctx, t, d, wh, id, sc); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	} else if err := ss.stageCreate(ctx, t, d, wh, id, sc); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if sel == nil {
-		return "CREATE TABLE", nil
+		return "CREATE TABLE", nil, nil
 	}
 	// The rows: an INSERT of the query into the staged table, through the
 	// same checked query path and writer as any INSERT.
@@ -664,14 +670,17 @@ func (ss *session) createTable(ctx context.Context, t *txnState, d *ddlParsed, w
 	}
 	ins, err := parseDML("INSERT INTO " + strings.Join(names, ".") + " " + d.query)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	ist := &dmlStmt{ss: ss, text: d.query, d: ins}
 	out, err := ist.run(ctx, nil)
 	if err != nil {
-		return "", err
+		if out != nil {
+			return "", out.tables, err
+		}
+		return "", nil, err
 	}
-	return fmt.Sprintf("SELECT %d", out.rows), nil
+	return fmt.Sprintf("SELECT %d", out.rows), out.tables, nil
 }
 
 // queryFields derives the columns of a CREATE TABLE ... AS from its query.
@@ -838,10 +847,6 @@ func (ss *session) stageCreate(ctx context.Context, t *txnState, d *ddlParsed, w
 	fsys := fs.FS()
 	st := &stagedTable{wh: wh, id: id, created: true, meta: md, reqs: []table.Requirement{table.AssertCreate()}, updates: updates,
 		fsF: func(context.Context) (icebergio.IO, error) { return fsys, nil }}
-	if old, ok := t.tables[txnKey(wh, id)]; ok {
-		*old = *st
-		return nil
-	}
 	if err := t.roomForTable(); err != nil {
 		return err
 	}
@@ -854,12 +859,11 @@ func (ss *session) stageCreate(ctx context.Context, t *txnState, d *ddlParsed, w
 // and partition spec, the properties given added, and no current snapshot;
 // the table keeps its identity, location and history.
 func (ss *session) replaceTable(ctx context.Context, t *txnState, d *ddlParsed, wh string, id catalog.Ident, sc *iceberg.Schema) error {
-	tbl, err := t.load(ctx, wh, id)
+	st, err := t.entry(ctx, wh, id)
 	if err != nil {
 		return err
 	}
-	st := t.tables[txnKey(wh, id)]
-	md := tbl.Metadata()
+	md := st.meta
 	next := md.LastColumnID()
 	fresh, err := iceberg.AssignFreshSchemaIDs(sc, func() int { next++; return next })
 	if err != nil {

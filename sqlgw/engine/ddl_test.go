@@ -290,6 +290,12 @@ func TestDDLCreateTableAs(t *testing.T) {
 	if len(rows) != 3 || rows[0][1] != float64(2000) {
 		t.Fatalf("rows %v", rows)
 	}
+	// The CTAS's audit event names the table it read and the one it wrote.
+	waitAudit(t, e, func(r audit.Record) bool {
+		d := string(r.Detail)
+		return r.Outcome == audit.OutcomeSuccess && strings.Contains(d, `"statement":"CREATE TABLE"`) &&
+			strings.Contains(d, `"tables":["floe.crm.people"]`) && strings.Contains(d, `"written":["floe.crm.eu"]`)
+	})
 	// A CTAS whose query fails while running leaves no table.
 	execErr(t, c, "CREATE TABLE crm.bad AS SELECT id, CAST(name AS INTEGER) AS n FROM crm.people", "22P02", "")
 	if e.tableExists(t, "crm", "bad") {
@@ -409,9 +415,20 @@ func TestTransactionAllOrNothing(t *testing.T) {
 		t.Fatalf("inside the block: %d rows of the new table", n)
 	}
 	// ... others do not.
-	if n := len(mustRows(t, e.admin(t), "SELECT * FROM crm.a")); n != 2 {
+	other := e.admin(t)
+	if n := len(mustRows(t, other, "SELECT * FROM crm.a")); n != 2 {
 		t.Fatalf("outside the block: %d rows, want 2", n)
 	}
+	// A table the block did not change reads at its latest commit (read
+	// committed, PostgreSQL's default).
+	if n := len(mustRows(t, c, "SELECT * FROM crm.b")); n != 0 {
+		t.Fatalf("b: %d rows", n)
+	}
+	execTag(t, other, "INSERT INTO crm.b (id) VALUES (100)")
+	if n := len(mustRows(t, c, "SELECT * FROM crm.b")); n != 1 {
+		t.Fatalf("inside the block, b does not show another session's commit: %d rows", n)
+	}
+	execTag(t, other, "DELETE FROM crm.b")
 	execErr(t, c, "INSERT INTO crm.nothere VALUES (1)", "42P01", "")
 	execErr(t, c, "INSERT INTO crm.b (id) VALUES (1)", "25P02", "current transaction is aborted")
 	if tag := execTag(t, c, "COMMIT"); tag != "ROLLBACK" {
@@ -517,15 +534,19 @@ func TestTransactionLimit(t *testing.T) {
 	if n := len(mustRows(t, c, "SELECT * FROM crm.a")); n != 0 {
 		t.Fatalf("%d rows", n)
 	}
-	// The tables a block reads are bounded by the same limit.
+	// The tables a block changes are bounded by the same limit; the
+	// tables it only reads hold nothing.
 	for _, n := range []string{"b", "c", "d"} {
 		e.createPeople(t, "crm", n)
 	}
 	execTag(t, c, "BEGIN")
-	for _, n := range []string{"a", "b", "c"} {
+	for _, n := range []string{"a", "b", "c", "d", "a", "b"} {
 		mustRows(t, c, "SELECT * FROM crm."+n)
 	}
-	execErr(t, c, "SELECT * FROM crm.d", "54000", "at most 3 tables")
+	for _, n := range []string{"a", "b", "c"} {
+		execTag(t, c, "INSERT INTO crm."+n+" (id) VALUES (1)")
+	}
+	execErr(t, c, "INSERT INTO crm.d (id) VALUES (1)", "54000", "at most 3 tables")
 	execTag(t, c, "ROLLBACK")
 	// Outside a block each statement is its own transaction.
 	for i := range 5 {

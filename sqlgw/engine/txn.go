@@ -85,30 +85,34 @@ func (ss *session) loadTable(ctx context.Context, wh string, id catalog.Ident) (
 }
 
 func (t *txnState) load(ctx context.Context, wh string, id catalog.Ident) (*table.Table, error) {
-	st, ok := t.tables[txnKey(wh, id)]
-	if !ok {
-		if err := t.roomForTable(); err != nil {
-			return nil, err
-		}
-		tbl, err := t.ss.e.opts.Tables.LoadTable(ctx, wh, id)
-		if err != nil {
-			return nil, err
-		}
-		st = &stagedTable{wh: wh, id: id, base: tbl.Metadata(), meta: tbl.Metadata(), metaLoc: tbl.MetadataLocation(), fsF: tbl.FS}
-		t.add(st)
-	}
-	if st.meta == nil {
-		return nil, floe.E(floe.NotFound, "table", "Table does not exist: %s", id)
+	st, err := t.entry(ctx, wh, id)
+	if err != nil {
+		return nil, err
 	}
 	return st.table(t), nil
 }
 
-// roomForTable fails when the transaction holds as many tables as it may
-// stage changes (each table's metadata is kept until it ends).
+// entry returns a table as the transaction sees it: as staged once the
+// transaction changed it, else at the catalog's current metadata (read
+// committed, as PostgreSQL's default; such an entry is kept only when a
+// change is staged on it, and its metadata then fences the commit).
+func (t *txnState) entry(ctx context.Context, wh string, id catalog.Ident) (*stagedTable, error) {
+	if st, ok := t.tables[txnKey(wh, id)]; ok {
+		return st, nil
+	}
+	tbl, err := t.ss.e.opts.Tables.LoadTable(ctx, wh, id)
+	if err != nil {
+		return nil, err
+	}
+	return &stagedTable{wh: wh, id: id, base: tbl.Metadata(), meta: tbl.Metadata(), metaLoc: tbl.MetadataLocation(), fsF: tbl.FS}, nil
+}
+
+// roomForTable fails when the transaction changes as many tables as it
+// may stage changes (each changed table's metadata is kept until it ends).
 func (t *txnState) roomForTable() error {
 	if len(t.order) >= t.max {
 		return &pgwire.Error{Code: pgwire.CodeProgramLimitExceeded,
-			Message: fmt.Sprintf("a transaction may read or change at most %d tables (sql_max_transaction_statements); commit in smaller transactions", t.max)}
+			Message: fmt.Sprintf("a transaction may change at most %d tables (sql_max_transaction_statements); commit in smaller transactions", t.max)}
 	}
 	return nil
 }
@@ -142,6 +146,17 @@ func (t *txnState) stage(st *stagedTable, reqs []table.Requirement, updates []ta
 			return fmt.Errorf("%w: %w", table.ErrCommitFailed, err)
 		}
 	}
+	key := txnKey(st.wh, st.id)
+	held, ok := t.tables[key]
+	if ok && held != st {
+		// Staged meanwhile through another handle of the same table.
+		return fmt.Errorf("%w: the table was changed earlier in the transaction", table.ErrCommitFailed)
+	}
+	if !ok {
+		if err := t.roomForTable(); err != nil {
+			return err
+		}
+	}
 	if err := t.count(); err != nil {
 		return err
 	}
@@ -151,6 +166,9 @@ func (t *txnState) stage(st *stagedTable, reqs []table.Requirement, updates []ta
 	}
 	st.meta = md
 	st.updates = append(st.updates, updates...)
+	if !ok {
+		t.add(st)
+	}
 	return nil
 }
 
