@@ -264,7 +264,7 @@ func TestDDLAlterTable(t *testing.T) {
 	}
 	execErr(t, c, "DROP SCHEMA s", "2BP01", "depend")
 	execTag(t, c, "DROP TABLE s.t2")
-	execTag(t, c, "DROP TABLE IF EXISTS s.t2")
+	execTag(t, c, "DROP TABLE IF EXISTS s.t2 CASCADE")
 	execTag(t, c, "DROP SCHEMA s")
 	execTag(t, c, "DROP SCHEMA IF EXISTS s")
 	execErr(t, c, "DROP SCHEMA s", "3F000", "does not exist")
