@@ -120,6 +120,11 @@ func identOf(ident table.Identifier) (catalog.Ident, error) {
 	return catalog.Ident{Namespace: catalog.Namespace(slices.Clone(ident[:n])), Name: ident[n]}, nil
 }
 
+// DetachSnapshots is detachSnapshots, for callers that send iceberg-go's
+// updates to the catalog themselves (the SQL endpoint's transaction
+// blocks).
+func DetachSnapshots(updates []table.Update) { detachSnapshots(updates) }
+
 // detachSnapshots gives the snapshot of every add-snapshot update its own
 // copies of the values its pointer fields share with the transaction that
 // produced it. iceberg-go's snapshot producer points a new snapshot's

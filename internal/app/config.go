@@ -247,6 +247,10 @@ type Config struct {
 	// 256). A query pins the files it reads while it runs; afterwards at
 	// most this many stay open.
 	SQLCacheFiles int `yaml:"sql_cache_files"`
+	// SQLMaxTransactionStatements bounds the table changes (DML and DDL
+	// statements) one SQL transaction block stages before COMMIT (env
+	// FLOE_SQL_MAX_TRANSACTION_STATEMENTS, default 1000). See docs/sql.md.
+	SQLMaxTransactionStatements int `yaml:"sql_max_transaction_statements"`
 	// SQLMaxStatementTimeout bounds every SQL statement's run (env
 	// FLOE_SQL_MAX_STATEMENT_TIMEOUT, flag --sql-max-statement-timeout,
 	// default 15m): a session's statement_timeout above it, or none, is
@@ -405,17 +409,18 @@ func Defaults() Config {
 
 		HTTP: HTTPLimits{MaxConns: 1024, MaxPendingPerIP: 256, HeaderTimeout: 10 * time.Second,
 			BodyTimeout: 30 * time.Second, BodyMinRate: 64 << 10, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10},
-		SQLCacheFiles:              256,
-		SQLMaxStatementTimeout:     15 * time.Minute,
-		SQLStartupTimeout:          10 * time.Second,
-		SQLMaxUnauthenticated:      512,
-		SQLMaxUnauthenticatedPerIP: 128,
-		SQLMaxConnections:          256,
-		SQLLoginFailuresPerMinute:  10,
-		MemoryLimit:                DefaultMemoryLimit,
-		GCPercent:                  DefaultGCPercent,
-		GCHeadroom:                 DefaultGCHeadroom,
-		MetadataCacheBytes:         DefaultMetadataCacheBytes,
+		SQLCacheFiles:               256,
+		SQLMaxTransactionStatements: 1000,
+		SQLMaxStatementTimeout:      15 * time.Minute,
+		SQLStartupTimeout:           10 * time.Second,
+		SQLMaxUnauthenticated:       512,
+		SQLMaxUnauthenticatedPerIP:  128,
+		SQLMaxConnections:           256,
+		SQLLoginFailuresPerMinute:   10,
+		MemoryLimit:                 DefaultMemoryLimit,
+		GCPercent:                   DefaultGCPercent,
+		GCHeadroom:                  DefaultGCHeadroom,
+		MetadataCacheBytes:          DefaultMetadataCacheBytes,
 	}
 }
 
@@ -544,7 +549,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		}
 		c.AuditPruneBatch = n
 	}
-	for name, dst := range map[string]*int{"FLOE_SQL_CACHE_FILES": &c.SQLCacheFiles, "FLOE_SQL_MAX_UNAUTHENTICATED": &c.SQLMaxUnauthenticated,
+	for name, dst := range map[string]*int{"FLOE_SQL_CACHE_FILES": &c.SQLCacheFiles, "FLOE_SQL_MAX_TRANSACTION_STATEMENTS": &c.SQLMaxTransactionStatements, "FLOE_SQL_MAX_UNAUTHENTICATED": &c.SQLMaxUnauthenticated,
 		"FLOE_SQL_MAX_UNAUTHENTICATED_PER_IP": &c.SQLMaxUnauthenticatedPerIP, "FLOE_SQL_MAX_CONNECTIONS": &c.SQLMaxConnections,
 		"FLOE_SQL_LOGIN_FAILURES_PER_MINUTE": &c.SQLLoginFailuresPerMinute} {
 		if v := getenv(name); v != "" {
@@ -675,6 +680,8 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("sql_threads %d: must not be negative", c.SQLThreads)
 	case c.SQLCacheFiles < 1:
 		return fmt.Errorf("sql_cache_files %d: must be at least 1", c.SQLCacheFiles)
+	case c.SQLMaxTransactionStatements < 1:
+		return fmt.Errorf("sql_max_transaction_statements %d: must be at least 1", c.SQLMaxTransactionStatements)
 	case c.SQLMaxStatementTimeout < 10*time.Millisecond:
 		return fmt.Errorf("sql_max_statement_timeout %s: must be at least 10ms", c.SQLMaxStatementTimeout)
 	case c.SQLStartupTimeout < 100*time.Millisecond:

@@ -44,6 +44,7 @@ func TestConfig_Invalid(t *testing.T) {
 	}{
 		{name: "bad warehouse", edit: func(c *Config) { c.Warehouse = "a/b" }, want: "warehouse"},
 		{name: "ttl too short", edit: func(c *Config) { c.TokenTTL = time.Second }, want: "token_ttl"},
+		{name: "no transaction statements", edit: func(c *Config) { c.SQLMaxTransactionStatements = 0 }, want: "sql_max_transaction_statements"},
 		{name: "bad bootstrap", edit: func(c *Config) { c.BootstrapCredential = "nocolon" }, want: "client_id:secret"},
 		{name: "bad env bool", env: map[string]string{"FLOE_DEMO": "maybe"}, want: "FLOE_DEMO"},
 		{name: "bad env duration", env: map[string]string{"FLOE_TOKEN_TTL": "soon"}, want: "FLOE_TOKEN_TTL"},

@@ -40,21 +40,24 @@ func (a *App) startSQL(ctx context.Context) error {
 		objects = engine.IOSource{FS: fsys}
 	}
 	opts := engine.Options{
-		Warehouse:       cfg.Warehouse,
-		Tables:          lake.New(a.cat, fsys, lake.Options{Logger: a.log}),
-		Catalog:         a.cat,
-		Objects:         objects,
-		CacheBytes:      cfg.SQLCacheBytes,
-		MemoryLimit:     cfg.SQLMemoryLimit,
-		Threads:         cfg.SQLThreads,
-		TableCacheBytes: cfg.SQLTableCacheBytes,
-		CacheFiles:      cfg.SQLCacheFiles,
-		PlanCacheBytes:  cfg.MetadataCacheBytes / 4,
-		Audit:           a.events.Record,
-		Logger:          a.log,
+		Warehouse:        cfg.Warehouse,
+		Tables:           lake.New(a.cat, fsys, lake.Options{Logger: a.log}),
+		Catalog:          a.cat,
+		DDL:              a.cat,
+		MaxTxnStatements: cfg.SQLMaxTransactionStatements,
+		Objects:          objects,
+		CacheBytes:       cfg.SQLCacheBytes,
+		MemoryLimit:      cfg.SQLMemoryLimit,
+		Threads:          cfg.SQLThreads,
+		TableCacheBytes:  cfg.SQLTableCacheBytes,
+		CacheFiles:       cfg.SQLCacheFiles,
+		PlanCacheBytes:   cfg.MetadataCacheBytes / 4,
+		Audit:            a.events.Record,
+		Logger:           a.log,
 	}
 	if !cfg.InsecureNoAuth {
 		opts.Policies = a.authz
+		opts.Grants = a.authz
 	}
 	eng, err := engine.New(opts)
 	if err != nil {

@@ -104,9 +104,7 @@ func (st *dmlStmt) Execute(ctx context.Context, args []any) (pgwire.Result, erro
 	case pgwire.TxFailed:
 		return nil, errTxFailed
 	case pgwire.TxInBlock:
-		err := unsupported("%s inside a transaction block is not supported: each INSERT, DELETE, UPDATE or MERGE commits on its own; run it outside BEGIN ... COMMIT (autocommit)", st.d.kind)
-		ss.auditDML(ctx, st, nil, "", -1, 0, err)
-		return nil, err
+		return st.stage(ctx, args)
 	}
 	nargs := make([]driver.NamedValue, len(args))
 	for i, a := range args {
@@ -142,11 +140,40 @@ func (st *dmlStmt) Execute(ctx context.Context, args []any) (pgwire.Result, erro
 		return nil, ss.publicError(err, filtered)
 	}
 	ss.auditDML(ctx, st, out.tables, out.target, out.rows, out.snapshot, nil)
-	tag := fmt.Sprintf("%s %d", st.d.kind, out.rows)
-	if st.d.kind == dmlInsert {
-		tag = fmt.Sprintf("INSERT 0 %d", out.rows)
+	return &pgwire.StaticResult{CommandTag: st.tag(out.rows)}, nil
+}
+
+// stage runs the statement inside a transaction block, once: its commit
+// is staged in the block and reaches the catalog at COMMIT (see txn.go).
+func (st *dmlStmt) stage(ctx context.Context, args []any) (pgwire.Result, error) {
+	ss := st.ss
+	if ss.txn == nil {
+		ss.txn = newTxn(ss)
 	}
-	return &pgwire.StaticResult{CommandTag: tag}, nil
+	nargs := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		nargs[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	out, err := st.run(ctx, nargs)
+	if err != nil {
+		filtered := out != nil && out.filtered
+		if out != nil {
+			ss.auditDML(ctx, st, out.tables, out.target, -1, 0, err)
+		} else {
+			ss.auditDML(ctx, st, nil, "", -1, 0, err)
+		}
+		return nil, ss.publicError(err, filtered)
+	}
+	ss.auditDML(ctx, st, out.tables, out.target, out.rows, 0, nil)
+	return &pgwire.StaticResult{CommandTag: st.tag(out.rows)}, nil
+}
+
+// tag is the command tag of the statement having changed rows rows.
+func (st *dmlStmt) tag(rows int64) string {
+	if st.d.kind == dmlInsert {
+		return fmt.Sprintf("INSERT 0 %d", rows)
+	}
+	return fmt.Sprintf("%s %d", st.d.kind, rows)
 }
 
 // retryableCommit reports whether a statement failed because a concurrent
@@ -456,7 +483,7 @@ func (st *dmlStmt) plan(ctx context.Context) (*dmlPlan, error) {
 	if err := ss.authorizeWrite(ctx, wh, id, d.kind); err != nil {
 		return nil, err
 	}
-	tbl, err := e.opts.Tables.LoadTable(ctx, wh, id)
+	tbl, err := ss.loadTable(ctx, wh, id)
 	if err != nil {
 		if floe.KindOf(err) == floe.NotFound {
 			return nil, &pgwire.Error{Code: pgwire.CodeUndefinedTable, Message: fmt.Sprintf("relation %q does not exist", strings.Join(path, ".")), Err: err}
@@ -532,7 +559,7 @@ func (ss *session) authorizeWrite(ctx context.Context, wh string, id catalog.Ide
 	if ss.readOnly {
 		return floe.E(floe.Forbidden, "privilege", "the token is read-only (scope catalog:read): it may read but not write table %s", id)
 	}
-	if ss.unrestricted {
+	if ss.unrestricted || ss.createdHere(wh, id) {
 		return nil
 	}
 	pol, err := ss.e.opts.Policies.Policy(ctx)

@@ -364,12 +364,9 @@ func TestDMLTransactionBlockAndAudit(t *testing.T) {
 	tbl := e.createPeople(t, "crm", "people")
 	appendPeople(t, tbl, people(4)...)
 	c := e.admin(t)
+	// Inside a block the DELETE is staged; ROLLBACK drops it.
 	execTag(t, c, "BEGIN")
-	_, err := c.Exec(context.Background(), "DELETE FROM crm.people")
-	pe := wantCode(t, err, "0A000")
-	if !strings.Contains(pe.Message, "transaction block") {
-		t.Fatalf("message %q", pe.Message)
-	}
+	execTag(t, c, "DELETE FROM crm.people")
 	execTag(t, c, "ROLLBACK")
 	if n := len(mustRows(t, c, "SELECT * FROM crm.people")); n != 4 {
 		t.Fatalf("rows %d", n)

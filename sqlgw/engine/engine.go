@@ -103,6 +103,16 @@ type Options struct {
 	// PlanCacheBytes bounds the estimated memory of the scan plans the
 	// engine caches (default DefaultPlanCacheBytes).
 	PlanCacheBytes int64
+	// DDL runs DDL statements (CREATE/DROP SCHEMA, CREATE/DROP/ALTER
+	// TABLE, ...) and the commits of transaction blocks (*catalog.Catalog);
+	// nil refuses them.
+	DDL DDLCatalog
+	// Grants keeps grants in step with DDL (*authz.Authorizer): the
+	// creator of a schema or table owns it; nil grants nothing.
+	Grants Grants
+	// MaxTxnStatements bounds the table changes one transaction block
+	// stages (default DefaultMaxTxnStatements).
+	MaxTxnStatements int
 	// Audit receives one event per query; nil drops them.
 	Audit func(context.Context, audit.Event)
 	// Logger receives structured logs; nil discards them.
@@ -206,6 +216,7 @@ type session struct {
 	conn         *duckdb.Conn
 	catalogSig   string // what the catalog stand-ins were built from
 	tables       *tableCache
+	txn          *txnState // the open transaction block's staged changes
 }
 
 // StartSession opens the session's DuckDB database.
@@ -374,6 +385,14 @@ func (e *Engine) Prepare(ctx context.Context, s *pgwire.Session, sql string, par
 	if u, ok := parseUtility(sql); ok {
 		return ss.utility(u)
 	}
+	if ddlKeyword(sql) {
+		st, err := ss.prepareDDL(sql)
+		if err != nil {
+			ss.auditQuery(ctx, &selectStmt{text: sql}, -1, err)
+			return nil, err
+		}
+		return st, nil
+	}
 	if dmlKeyword(sql) != 0 {
 		st, err := ss.prepareDML(ctx, sql, paramOIDs)
 		if err != nil {
@@ -439,12 +458,11 @@ func classifyRefused(sql string, pe *parseError) error {
 	}
 	kw := strings.ToUpper(firstWord(sql))
 	switch kw {
-	case "INSERT", "UPDATE", "DELETE", "MERGE", "TRUNCATE":
-		return unsupported("%s is not supported yet: the SQL endpoint is read-only", kw)
 	case "EXPLAIN":
 		return unsupported("EXPLAIN is not supported")
 	}
-	return refused("%s statements are not allowed through the SQL endpoint; only queries (SELECT) are", kw)
+	return refused("%s statements are not allowed through the SQL endpoint; it runs queries, INSERT/UPDATE/DELETE/MERGE, "+
+		"CREATE/DROP SCHEMA, CREATE/DROP/ALTER TABLE, TRUNCATE, COMMENT ON and transactions (see docs/sql.md)", kw)
 }
 
 // selectStmt is a prepared query.

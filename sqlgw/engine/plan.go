@@ -52,7 +52,7 @@ func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *
 		return nil, &pgwire.Error{Code: pgwire.CodeUndefinedTable, Message: fmt.Sprintf("relation %q does not exist", strings.Join(ref.path, "."))}
 	}
 	var filters []authz.DataFilter
-	if !ss.unrestricted {
+	if !ss.unrestricted && !ss.createdHere(wh, id) {
 		pol, err := e.opts.Policies.Policy(ctx)
 		if err != nil {
 			return nil, floe.Wrap(floe.Unavailable, err, "authorization policy unavailable")
@@ -61,7 +61,7 @@ func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *
 			return nil, err
 		}
 	}
-	tbl, err := e.opts.Tables.LoadTable(ctx, wh, id)
+	tbl, err := ss.loadTable(ctx, wh, id)
 	if err != nil {
 		if floe.KindOf(err) == floe.NotFound {
 			return nil, &pgwire.Error{Code: pgwire.CodeUndefinedTable, Message: fmt.Sprintf("relation %q does not exist", strings.Join(ref.path, ".")), Err: err}

@@ -210,9 +210,10 @@ func TestAdversarial(t *testing.T) {
 		{"RESET lock_configuration", "42501"},
 		{"PRAGMA database_list", "42501"},
 		{"CALL duckdb_tables()", "42501"},
-		{"CREATE TABLE x AS SELECT * FROM crm.people", "42501"},
-		{"CREATE VIEW v AS SELECT 1", "42501"},
-		{"CREATE MACRO m(x) AS x", "42501"},
+		{"CREATE TABLE crm.x AS SELECT * FROM crm.people", "42501"}, // no CREATE_TABLE
+		{"CREATE TABLE x AS SELECT * FROM crm.people", "3F000"},     // no schema
+		{"CREATE VIEW v AS SELECT 1", "0A000"},
+		{"CREATE MACRO m(x) AS x", "0A000"},
 		{"EXPORT DATABASE '/tmp/exp'", "42501"},
 		{"IMPORT DATABASE '/tmp/exp'", "42501"},
 		{"USE memory", "42501"},

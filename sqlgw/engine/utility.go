@@ -169,35 +169,45 @@ func (ss *session) utility(u utility) (pgwire.Statement, error) {
 	st := &staticStmt{}
 	switch u.kind {
 	case utilEmpty:
-		st.run = func() (pgwire.Result, error) { return &pgwire.StaticResult{CommandTag: ""}, nil }
+		st.run = func(context.Context) (pgwire.Result, error) { return &pgwire.StaticResult{CommandTag: ""}, nil }
 	case utilBegin:
-		st.run = func() (pgwire.Result, error) {
-			if ss.pg.TxStatus() == pgwire.TxFailed {
+		st.run = func(context.Context) (pgwire.Result, error) {
+			switch ss.pg.TxStatus() {
+			case pgwire.TxFailed:
 				return nil, errTxFailed
+			case pgwire.TxIdle:
+				ss.txn = newTxn(ss)
 			}
 			ss.pg.SetTxStatus(pgwire.TxInBlock)
 			return &pgwire.StaticResult{CommandTag: "BEGIN"}, nil
 		}
 	case utilCommit, utilRollback:
-		st.run = func() (pgwire.Result, error) {
+		st.run = func(ctx context.Context) (pgwire.Result, error) {
 			tag := u.tag
-			if ss.pg.TxStatus() == pgwire.TxFailed {
-				tag = "ROLLBACK"
-			}
+			t, status := ss.txn, ss.pg.TxStatus()
+			ss.txn = nil
 			ss.pg.SetTxStatus(pgwire.TxIdle)
+			if status == pgwire.TxFailed || u.kind == utilRollback {
+				return &pgwire.StaticResult{CommandTag: "ROLLBACK"}, nil
+			}
+			if t != nil && status == pgwire.TxInBlock {
+				if err := ss.commitBlock(ctx, t); err != nil {
+					return nil, err
+				}
+			}
 			return &pgwire.StaticResult{CommandTag: tag}, nil
 		}
 	case utilNoop:
-		st.run = func() (pgwire.Result, error) { return &pgwire.StaticResult{CommandTag: u.tag}, nil }
+		st.run = func(context.Context) (pgwire.Result, error) { return &pgwire.StaticResult{CommandTag: u.tag}, nil }
 	case utilSet, utilReset:
 		if u.kind == utilReset && u.name == "all" {
-			st.run = func() (pgwire.Result, error) { return &pgwire.StaticResult{CommandTag: "RESET"}, nil }
+			st.run = func(context.Context) (pgwire.Result, error) { return &pgwire.StaticResult{CommandTag: "RESET"}, nil }
 			break
 		}
 		if !clientSettings[u.name] {
 			return nil, refused("setting %q cannot be changed through the SQL endpoint", u.name)
 		}
-		st.run = func() (pgwire.Result, error) {
+		st.run = func(context.Context) (pgwire.Result, error) {
 			if ss.pg.TxStatus() == pgwire.TxFailed {
 				return nil, errTxFailed
 			}
@@ -221,7 +231,9 @@ func (ss *session) utility(u utility) (pgwire.Statement, error) {
 			for _, k := range names {
 				rows = append(rows, []any{k, settings[k], ""})
 			}
-			st.run = func() (pgwire.Result, error) { return &pgwire.StaticResult{CommandTag: "SHOW", Rows: rows}, nil }
+			st.run = func(context.Context) (pgwire.Result, error) {
+				return &pgwire.StaticResult{CommandTag: "SHOW", Rows: rows}, nil
+			}
 			break
 		}
 		v, ok := settings[u.name]
@@ -239,7 +251,7 @@ func (ss *session) utility(u utility) (pgwire.Statement, error) {
 			return nil, &pgwire.Error{Code: pgwire.CodeUndefinedObject, Message: fmt.Sprintf("unrecognized configuration parameter %q", u.name)}
 		}
 		st.cols = []pgwire.Column{{Name: u.name, TypeOID: pgwire.TextOID}}
-		st.run = func() (pgwire.Result, error) {
+		st.run = func(context.Context) (pgwire.Result, error) {
 			return &pgwire.StaticResult{CommandTag: "SHOW", Rows: [][]any{{v}}}, nil
 		}
 	}
@@ -249,7 +261,7 @@ func (ss *session) utility(u utility) (pgwire.Statement, error) {
 // staticStmt is a statement answered without DuckDB.
 type staticStmt struct {
 	cols []pgwire.Column
-	run  func() (pgwire.Result, error)
+	run  func(context.Context) (pgwire.Result, error)
 }
 
 // Params implements pgwire.Statement.
@@ -259,7 +271,7 @@ func (s *staticStmt) Params() []uint32 { return nil }
 func (s *staticStmt) Columns() []pgwire.Column { return s.cols }
 
 // Execute implements pgwire.Statement.
-func (s *staticStmt) Execute(context.Context, []any) (pgwire.Result, error) { return s.run() }
+func (s *staticStmt) Execute(ctx context.Context, _ []any) (pgwire.Result, error) { return s.run(ctx) }
 
 // Close implements pgwire.Statement.
 func (s *staticStmt) Close() error { return nil }
