@@ -9,6 +9,7 @@ reachable as floe-data and the binary as bin/floe.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +20,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "interop"))  # for floe_server
 
 import floe_server  # noqa: E402
+
+FILES = Path(__file__).resolve().parent / "files"  # copied into every document's working directory
 
 DEMO_TIMEOUT = 180.0
 
@@ -94,6 +97,10 @@ def doc_server(request: pytest.FixtureRequest):
         floe_server.servers.append(srv)
         cur["srv"] = srv
         srv.start()
+        # The sample files the docs load (orders.csv, ...), as a reader
+        # would have them in their working directory.
+        for f in FILES.iterdir():
+            shutil.copy(f, srv.dir / f.name)
         return srv
 
     yield get

@@ -20,7 +20,8 @@ command that failed) so that whoever changed the doc can find it.
 
 What a block sees:
 - shell: bash with `set -eo pipefail`, `floe` on PATH (also as bin/floe),
-  the working directory holding the server's data directory as floe-data,
+  the working directory holding the server's data directory as floe-data
+  and the sample files of tests/doctest/files (orders.csv),
   and FLOE (the catalog URL), FLOE_URL, FLOE_CREDENTIAL, FLOE_DATA_DIR,
   CLIENT_ID/CLIENT_SECRET and ID/SECRET (the admin's credential), PASSWORD
   (a SQL password of 12 characters or more), TOKEN (an
