@@ -204,7 +204,8 @@ type session struct {
 	dmlSeq       int // names the temporary tables of DML statements
 	db           *duckdb.Connector
 	conn         *duckdb.Conn
-	catalogSig   string // what the catalog stand-ins were built from
+	catalogSig   string   // what the catalog stand-ins were built from
+	savepoints   []string // the transaction's savepoints (at most maxSavepoints)
 	tables       *tableCache
 }
 
@@ -259,25 +260,27 @@ func (ss *session) configure(ctx context.Context) error {
 			dirs[i] = d + "/"
 		}
 	}
-	stmts := []string{
+	stmts := append(attachStatements(o.Warehouse),
 		"SET autoinstall_known_extensions = false",
 		"SET autoload_known_extensions = false",
 		"SET enable_external_file_cache = false",
 		"SET parquet_metadata_cache = false",
 		"SET temp_directory = ''",
 		"SET TimeZone = 'UTC'",
-		"SET memory_limit = " + sqlString(o.MemoryLimit),
-		"SET allowed_directories = " + sqlList(dirs),
+		"SET memory_limit = "+sqlString(o.MemoryLimit),
+		"SET allowed_directories = "+sqlList(dirs),
 		"SET enable_external_access = false",
 		"SET allow_community_extensions = false",
 		"SET lock_configuration = true",
-	}
+	)
 	if o.Threads > 0 {
 		stmts = append(stmts[:len(stmts)-1], fmt.Sprintf("SET threads = %d", o.Threads), stmts[len(stmts)-1])
 	}
 	for _, name := range slices.Sorted(maps.Keys(pgMacros)) {
 		stmts = append(stmts, "CREATE MACRO "+name+pgMacros[name])
 	}
+	version, _ := ss.pg.Setting("server_version")
+	stmts = append(stmts, sessionMacroStatements(sessionIdentity{user: ss.pg.Identity.Principal, warehouse: o.Warehouse, version: version, pid: ss.pg.ProcessID})...)
 	for _, q := range stmts {
 		if _, err := ss.conn.ExecContext(ctx, q, nil); err != nil {
 			return fmt.Errorf("configure duckdb (%s): %w", q, err)
@@ -370,6 +373,9 @@ func (e *Engine) Prepare(ctx context.Context, s *pgwire.Session, sql string, par
 	ss, ok := s.State.(*session)
 	if !ok {
 		return nil, errNoSession
+	}
+	if sp, ok := parseSavepoint(sql); ok {
+		return ss.savepoint(sp)
 	}
 	if u, ok := parseUtility(sql); ok {
 		return ss.utility(u)

@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+	"runtime"
+	"slices"
+	"strings"
+)
+
+// Tools (psql, SQLAlchemy, pgJDBC, dbt) ask the server who and where they
+// are: current_user, current_database(), version(), current_schema(). DuckDB
+// answers "duckdb", "memory", its own version and "main". The session's
+// database is therefore attached under the warehouse's name (so that
+// current_database(), pg_database and information_schema's catalog columns
+// name the warehouse), and the session functions are per-session macros
+// (floe_*) that pgCompat substitutes for the PostgreSQL spellings.
+
+// sessionIdentity is what the session functions answer.
+type sessionIdentity struct {
+	user      string // the principal the session logged in as
+	warehouse string
+	version   string // server_version, e.g. "16.0 (Floe)"
+	pid       uint32 // the process id of BackendKeyData
+}
+
+// duckCatalogs are names DuckDB gives its own databases; a warehouse of
+// one of these names is not attached under it (current_database() still
+// names the warehouse, catalog columns then say "memory").
+var duckCatalogs = setOf("memory", "system", "temp", "main")
+
+// attachStatements make the session's database answer to the warehouse's
+// name: an in-memory database attached as the warehouse becomes the
+// default and DuckDB's "memory" is detached.
+func attachStatements(warehouse string) []string {
+	if duckCatalogs[strings.ToLower(warehouse)] {
+		return nil
+	}
+	return []string{
+		"ATTACH ':memory:' AS " + quoteIdent(warehouse),
+		"USE " + quoteIdent(warehouse),
+		"DETACH memory",
+	}
+}
+
+// pgVersion is version()'s answer: tools parse its leading "PostgreSQL N.N".
+func pgVersion(serverVersion string) string {
+	arch := runtime.GOARCH
+	switch arch {
+	case "amd64":
+		arch = "x86_64"
+	case "arm64":
+		arch = "aarch64"
+	}
+	return fmt.Sprintf("PostgreSQL %s on %s-pc-%s, compiled by Go, 64-bit", serverVersion, arch, runtime.GOOS)
+}
+
+// sessionMacros are the macros (name: parameters and body) answering the
+// session functions for id. Every value enters as a quoted literal.
+func sessionMacros(id sessionIdentity) map[string]string {
+	return map[string]string{
+		"floe_current_user":     "() AS " + sqlString(id.user),
+		"floe_current_database": "() AS " + sqlString(id.warehouse),
+		"floe_version":          "() AS " + sqlString(pgVersion(id.version)),
+		"pg_backend_pid":        fmt.Sprintf("() AS %d", id.pid),
+		// Floe resolves no unqualified table name: the search path names
+		// no schema, as in PostgreSQL when none of its entries exists.
+		"floe_current_schema":  "() AS NULL::VARCHAR",
+		"floe_current_schemas": "(implicit) AS CASE WHEN implicit THEN ['pg_catalog'] ELSE []::VARCHAR[] END",
+	}
+}
+
+// sessionMacroStatements returns the CREATE MACRO statements of
+// sessionMacros, in a stable order.
+func sessionMacroStatements(id sessionIdentity) []string {
+	m := sessionMacros(id)
+	out := make([]string, 0, len(m))
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, "CREATE MACRO "+name+m[name])
+	}
+	return out
+}
+
+// sessionColumnRefs are PostgreSQL's keyword functions, written without
+// parentheses, which DuckDB parses as column references: by the macro
+// answering them.
+var sessionColumnRefs = map[string]string{
+	"current_user":    "floe_current_user",
+	"session_user":    "floe_current_user",
+	"user":            "floe_current_user",
+	"current_role":    "floe_current_user",
+	"current_catalog": "floe_current_database",
+	"current_schema":  "floe_current_schema",
+}
+
+// sessionFunctions are session functions called with parentheses
+// (unqualified or in pg_catalog): by the macro answering them.
+var sessionFunctions = map[string]string{
+	"current_user":     "floe_current_user",
+	"session_user":     "floe_current_user",
+	"current_role":     "floe_current_user",
+	"user":             "floe_current_user",
+	"current_database": "floe_current_database",
+	"current_catalog":  "floe_current_database",
+	"version":          "floe_version",
+	"current_schema":   "floe_current_schema",
+	"current_schemas":  "floe_current_schemas",
+}
+
+// sessionCompat rewrites a reference to a session function in n to a call
+// of its macro. A column reference is rewritten only when written without
+// quotes (its length in the text is the name's): "user" stays a column, as
+// in PostgreSQL.
+func sessionCompat(n node) {
+	switch n["class"] {
+	case "COLUMN_REF":
+		names, _ := n["column_names"].([]any)
+		if len(names) == 3 {
+			// pg_catalog.pg_namespace.nspname (SQLAlchemy's spelling): the
+			// view is a subquery named pg_namespace once patched.
+			schema, _ := names[0].(string)
+			view, _ := names[1].(string)
+			if systemViews[strings.ToLower(schema)][strings.ToLower(view)] {
+				n["column_names"] = names[1:]
+			}
+			return
+		}
+		if len(names) != 1 {
+			return
+		}
+		name, _ := names[0].(string)
+		macro, ok := sessionColumnRefs[strings.ToLower(name)]
+		if !ok || fmt.Sprint(n["query_location_length"]) != fmt.Sprint(len(name)) {
+			return
+		}
+		alias, _ := n["alias"].(string)
+		if alias == "" {
+			alias = strings.ToLower(name)
+		}
+		loc, locLen := n["query_location"], n["query_location_length"]
+		clear(n)
+		maps.Copy(n, node{
+			"class": "FUNCTION", "type": "FUNCTION", "alias": alias,
+			"query_location": loc, "query_location_length": locLen,
+			"function_name": macro, "schema": "", "catalog": "",
+			"qualified_name": node{"path": []any{macro}},
+			"arguments":      []any{}, "filter": nil,
+			"order_bys": node{"type": "ORDER_MODIFIER", "orders": []any{}},
+			"distinct":  false, "is_operator": false, "export_state": false,
+		})
+	case "FUNCTION":
+		name, _ := n["function_name"].(string)
+		macro, ok := sessionFunctions[strings.ToLower(name)]
+		schema, _ := n["schema"].(string)
+		if !ok || schema != "" && schema != "pg_catalog" {
+			return
+		}
+		if alias, _ := n["alias"].(string); alias == "" {
+			n["alias"] = strings.ToLower(name)
+		}
+		n["function_name"] = macro
+		n["schema"] = ""
+		n["catalog"] = ""
+		n["qualified_name"] = node{"path": []any{macro}}
+	}
+}
+
+// pgUser stands in for pg_catalog.pg_user: the session's principal.
+const pgUser = "SELECT floe_current_user() AS usename, 11::BIGINT AS usesysid, false AS usecreatedb, false AS usesuper, " +
+	"false AS userepl, false AS usebypassrls, '********' AS passwd, NULL::TIMESTAMPTZ AS valuntil, NULL::VARCHAR[] AS useconfig"
+
+// pgAuthMembers stands in for pg_catalog.pg_auth_members (psql's \du): no
+// role memberships.
+const pgAuthMembers = "SELECT 0::BIGINT AS oid, 0::BIGINT AS roleid, 0::BIGINT AS member, 0::BIGINT AS grantor, " +
+	"false AS admin_option, true AS inherit_option, true AS set_option WHERE false"
+
+// pgDatabase is pg_catalog.pg_database with one database, the warehouse,
+// and the columns psql's \l and pgJDBC read.
+const pgDatabase = "SELECT oid, floe_current_database() AS datname, 10::BIGINT AS datdba, 6 AS encoding, 'c' AS datlocprovider, " +
+	"false AS datistemplate, true AS datallowconn, -1 AS datconnlimit, 0::BIGINT AS datfrozenxid, 0::BIGINT AS datminmxid, " +
+	"0::BIGINT AS dattablespace, 'C.UTF-8' AS datcollate, 'C.UTF-8' AS datctype, NULL::VARCHAR AS daticulocale, " +
+	"NULL::VARCHAR AS datlocale, NULL::VARCHAR AS daticurules, NULL::VARCHAR AS datcollversion, NULL::VARCHAR[] AS datacl " +
+	"FROM pg_catalog.pg_database WHERE datname = current_database()"
+
+// pgNamespace is pg_catalog.pg_namespace without DuckDB's "main" schema:
+// the namespaces the principal may describe.
+const pgNamespace = "SELECT * REPLACE (10::BIGINT AS nspowner) FROM pg_catalog.pg_namespace WHERE nspname <> 'main'"
+
+// pgProc is an empty pg_catalog.pg_proc: DuckDB's lists its own functions,
+// which are not the warehouse's (psql's \df shows none).
+const pgProc = "SELECT * FROM pg_catalog.pg_proc WHERE false"
+
+// infoSchemata is information_schema.schemata with the namespaces the
+// principal may describe (in the warehouse's catalog) and PostgreSQL's
+// system schemas; not DuckDB's "main" schemas or its other databases.
+const infoSchemata = "SELECT * REPLACE (floe_current_database() AS catalog_name, 'floe' AS schema_owner) FROM information_schema.schemata " +
+	"WHERE catalog_name = current_database() AND schema_name <> 'main' " +
+	"OR catalog_name = 'system' AND schema_name IN ('pg_catalog', 'information_schema')"
