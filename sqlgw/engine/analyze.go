@@ -63,6 +63,8 @@ var systemPatches = map[string]string{
 	"pg_database":              pgDatabase,
 	"pg_namespace":             pgNamespace,
 	"pg_proc":                  pgProc,
+	"pg_index":                 pgIndex,
+	"pg_opclass":               "SELECT 0::BIGINT AS oid, 0::BIGINT AS opcmethod, ''::VARCHAR AS opcname, 0::BIGINT AS opcnamespace, 0::BIGINT AS opcowner, 0::BIGINT AS opcfamily, 0::BIGINT AS opcintype, false AS opcdefault, 0::BIGINT AS opckeytype WHERE false",
 	"pg_attribute":             pgAttributeView,
 	"pg_type":                  pgTypeView,
 }
@@ -101,7 +103,7 @@ var systemViews = map[string]map[string]bool{
 		"pg_inherits", "pg_roles", "pg_user", "pg_enum", "pg_range", "pg_collation", "pg_sequence",
 		"pg_policy", "pg_trigger", "pg_rewrite", "pg_statistic_ext", "pg_publication", "pg_foreign_table",
 		"pg_publication_rel", "pg_publication_namespace",
-		"pg_partitioned_table", "pg_matviews", "pg_tablespace", "pg_settings_floe", "pg_auth_members"),
+		"pg_partitioned_table", "pg_matviews", "pg_tablespace", "pg_settings_floe", "pg_auth_members", "pg_opclass"),
 	"information_schema": setOf("tables", "columns", "schemata", "views", "table_constraints",
 		"key_column_usage", "referential_constraints", "character_sets"),
 }
@@ -354,6 +356,7 @@ func pgCompat(n node) {
 			n[k] = v
 		}
 	}
+	regclassParam(n)
 	if n["class"] == "TYPE" {
 		tn, _ := n["type_name"].(string)
 		tn = strings.ToLower(tn)
@@ -398,6 +401,7 @@ var pgMacros = map[string]string{
 	"pg_indexes_size":                    "(id) AS NULL::BIGINT",
 	"array_upper":                        "(arr, dim) AS CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END",
 	"format_type":                        formatType,
+	"pg_get_serial_sequence":             "(t, c) AS NULL::VARCHAR",
 	"to_regtype":                         "(n) AS (SELECT min(oid) FROM pg_catalog.pg_type WHERE typname = n)",
 	"_pg_expandarray":                    "(arr) AS {'x': NULL::BIGINT, 'n': NULL::BIGINT}",
 	"pg_get_function_result":             "(id) AS NULL::VARCHAR",

@@ -485,6 +485,7 @@ func (st *selectStmt) plan(ctx context.Context) error {
 		return err
 	}
 	attachPruning(stmt, a.refs)
+	qualifiedColumns(stmt, a.refs)
 	if mentionsLineage(st.tree) {
 		for _, ref := range a.refs {
 			ref.lineage = true
@@ -674,6 +675,13 @@ func (st *selectStmt) Execute(ctx context.Context, args []any) (pgwire.Result, e
 	pins := st.pins
 	st.pins = nil
 	rows, err := st.stmt.QueryContext(ctx, nargs)
+	if err == nil && len(rows.Columns()) != len(st.cols) {
+		// DuckDB binds some statements only once it has the parameters
+		// (to_json of a parameter): their columns were not known when the
+		// client was told them.
+		_ = rows.Close()
+		err = unsupported("the statement's result columns depend on its parameter values; write the values into the statement")
+	}
 	if err != nil {
 		pins.release()
 		ss.auditQuery(ctx, st, -1, err)

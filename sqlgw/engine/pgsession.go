@@ -65,13 +65,19 @@ func sessionMacros(id sessionIdentity) map[string]string {
 		"pg_backend_pid":        fmt.Sprintf("() AS %d", id.pid),
 		// Floe resolves no unqualified table name: the search path names
 		// no schema, as in PostgreSQL when none of its entries exists.
-		"floe_current_schema":  "() AS NULL::VARCHAR",
-		"floe_current_schemas": "(implicit) AS CASE WHEN implicit THEN ['pg_catalog'] ELSE []::VARCHAR[] END",
+		"floe_current_schema":    "() AS NULL::VARCHAR",
+		"floe_current_schemas":   "(implicit) AS CASE WHEN implicit THEN ['pg_catalog'] ELSE []::VARCHAR[] END",
+		"floe_json_build_object": jsonBuildObject,
+		"floe_j_string":          `(s) AS '"' || replace(replace(replace(replace(CAST(s AS VARCHAR), '\', '\\'), '"', '\"'), chr(10), '\n'), chr(13), '\r') || '"'`,
+		"floe_j_value": "(v) AS CASE WHEN v IS NULL THEN 'null' " +
+			"WHEN typeof(v) IN ('BOOLEAN', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'FLOAT', 'DOUBLE') " +
+			"OR typeof(v) LIKE 'DECIMAL%' OR typeof(v) = 'JSON' THEN CAST(v AS VARCHAR) ELSE floe_j_string(v) END",
 	}
 }
 
 // sessionMacroStatements returns the CREATE MACRO statements of
-// sessionMacros, in a stable order.
+// sessionMacros, by name (a macro is created after those it calls:
+// floe_j_string, floe_j_value, floe_json_build_object).
 func sessionMacroStatements(id sessionIdentity) []string {
 	m := sessionMacros(id)
 	out := make([]string, 0, len(m))
@@ -94,7 +100,8 @@ var sessionColumnRefs = map[string]string{
 }
 
 // sessionFunctions are session functions called with parentheses
-// (unqualified or in pg_catalog): by the macro answering them.
+// (unqualified or in pg_catalog): by the macro answering them; and
+// PostgreSQL functions DuckDB has under another name.
 var sessionFunctions = map[string]string{
 	"current_user":     "floe_current_user",
 	"session_user":     "floe_current_user",
@@ -105,7 +112,33 @@ var sessionFunctions = map[string]string{
 	"version":          "floe_version",
 	"current_schema":   "floe_current_schema",
 	"current_schemas":  "floe_current_schemas",
+	// Not session functions, but PostgreSQL names of DuckDB functions
+	// (SQLAlchemy's get_columns builds JSON objects).
+	"json_build_object":  "floe_json_build_object",
+	"jsonb_build_object": "floe_json_build_object",
 }
+
+// jsonBuildObject is PostgreSQL's json_build_object(key, value, ...) for
+// up to 16 pairs. DuckDB's json_object takes only constant keys, and a
+// statement whose keys are parameters (as SQLAlchemy sends them) cannot be
+// described before it runs, nor can one calling to_json on a parameter;
+// this builds the JSON text instead.
+var jsonBuildObject = func() string {
+	var defs []string
+	for pairs := 0; pairs <= 16; pairs++ {
+		var params, parts []string
+		for i := range pairs {
+			params = append(params, fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i))
+			parts = append(parts, fmt.Sprintf("floe_j_string(k%[1]d) || ':' || floe_j_value(v%[1]d)", i))
+		}
+		body := "'{}'"
+		if pairs > 0 {
+			body = "'{' || " + strings.Join(parts, " || ',' || ") + " || '}'"
+		}
+		defs = append(defs, "("+strings.Join(params, ", ")+") AS CAST("+body+" AS JSON)")
+	}
+	return strings.Join(defs, ", ")
+}()
 
 // sessionCompat rewrites a reference to a session function in n to a call
 // of its macro. A column reference is rewritten only when written without
@@ -144,7 +177,7 @@ func sessionCompat(n node) {
 			"query_location": loc, "query_location_length": locLen,
 			"function_name": macro, "schema": "", "catalog": "",
 			"qualified_name": node{"path": []any{macro}},
-			"arguments":      []any{}, "filter": nil,
+			"children":       []any{}, "filter": nil,
 			"order_bys": node{"type": "ORDER_MODIFIER", "orders": []any{}},
 			"distinct":  false, "is_operator": false, "export_state": false,
 		})
@@ -196,3 +229,87 @@ const pgProc = "SELECT * FROM pg_catalog.pg_proc WHERE false"
 const infoSchemata = "SELECT * REPLACE (floe_current_database() AS catalog_name, 'floe' AS schema_owner) FROM information_schema.schemata " +
 	"WHERE catalog_name = current_database() AND schema_name <> 'main' " +
 	"OR catalog_name = 'system' AND schema_name IN ('pg_catalog', 'information_schema')"
+
+// pgIndex is pg_catalog.pg_index with PostgreSQL's array columns as arrays
+// (SQLAlchemy unnests indkey) and indnullsnotdistinct (PostgreSQL 15).
+// Stand-ins have no indexes: it is empty.
+const pgIndex = "SELECT * REPLACE (CAST(indkey AS SMALLINT[]) AS indkey, CAST(indclass AS BIGINT[]) AS indclass, " +
+	"CAST(indoption AS SMALLINT[]) AS indoption, CAST(indcollation AS BIGINT[]) AS indcollation), " +
+	"false AS indnullsnotdistinct FROM pg_catalog.pg_index"
+
+// regclassParam rewrites CAST($n AS regclass) (SQLAlchemy's
+// get_table_comment) to a lookup of the name in pg_class, as
+// rewriteRegclass does for literals: DuckDB has no regclass type, and the
+// parameter would be read as an integer.
+func regclassParam(n node) {
+	if n["class"] != "CAST" {
+		return
+	}
+	te, _ := n["type_expr"].(node)
+	child, _ := n["child"].(node)
+	tn, _ := te["type_name"].(string)
+	if te == nil || child == nil || child["class"] != "PARAMETER" || !strings.HasPrefix(strings.ToLower(tn), "reg") {
+		return
+	}
+	te["type_name"] = "VARCHAR"
+	te["schema"] = ""
+	te["catalog"] = ""
+	te["qualified_name"] = node{"path": []any{"VARCHAR"}}
+	cast := maps.Clone(n)
+	cast["alias"] = ""
+	alias, _ := n["alias"].(string)
+	clear(n)
+	maps.Copy(n, node{
+		"class": "FUNCTION", "type": "FUNCTION", "alias": alias,
+		"query_location": cast["query_location"], "query_location_length": cast["query_location_length"],
+		"function_name": "floe_regclass", "schema": "", "catalog": "",
+		"qualified_name": node{"path": []any{"floe_regclass"}},
+		"children":       []any{cast}, "filter": nil,
+		"order_bys": node{"type": "ORDER_MODIFIER", "orders": []any{}},
+		"distinct":  false, "is_operator": false, "export_state": false,
+	})
+}
+
+// qualifiedColumns rewrites column references qualified by a Floe table's
+// full name (namespace.table.column, as SQLAlchemy and pandas'
+// read_sql_table write them) to table.column: the table becomes a
+// subquery named after its last part. Only tables written without an
+// alias qualify, as in PostgreSQL.
+func qualifiedColumns(stmt node, refs []*tableRef) {
+	names := map[string]bool{}
+	for _, r := range refs {
+		if alias, _ := r.n["alias"].(string); alias == "" && len(r.path) >= 2 {
+			names[strings.ToLower(strings.Join(r.path, "."))] = true
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		case node:
+			if x["class"] == "COLUMN_REF" {
+				cols, _ := x["column_names"].([]any)
+				if len(cols) >= 3 {
+					parts := make([]string, len(cols)-1)
+					for i, c := range cols[:len(cols)-1] {
+						parts[i], _ = c.(string)
+					}
+					if names[strings.ToLower(strings.Join(parts, "."))] {
+						x["column_names"] = cols[len(cols)-2:]
+					}
+				}
+				return
+			}
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(stmt)
+}

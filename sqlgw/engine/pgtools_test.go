@@ -107,7 +107,7 @@ func TestPsqlMetaCommands(t *testing.T) {
 		{"admin", `\dn+`, []string{"crm", "hr"}, []string{"main"}},
 		{"admin", `\dt`, []string{"people", "staff"}, nil},
 		{"analyst", `\dt *.*`, []string{"people"}, []string{"staff"}},
-		{"admin", `\d+ crm.people`, []string{`Table "crm.people"`, "salary", "float8"}, nil},
+		{"admin", `\d+ crm.people`, []string{`Table "crm.people"`, "salary", "double precision"}, nil},
 		{"analyst", `\d+ crm.people`, []string{`Table "crm.people"`, "salary"}, []string{"ssn"}},
 		{"admin", `\df`, []string{"List of functions"}, nil},
 		{"admin", `\dv`, []string{"Did not find any relations"}, nil},
@@ -189,4 +189,61 @@ func TestSavepoints(t *testing.T) {
 		t.Fatalf("after %d savepoints: %v", n, err)
 	}
 	_ = exec("ROLLBACK")
+}
+
+// TestJSONBuildObject checks json_build_object with parameter keys, as
+// SQLAlchemy's get_columns sends it, and that a statement whose result
+// DuckDB describes only once it has the parameters (to_json of one) is
+// refused with an error instead of ending the session.
+func TestJSONBuildObject(t *testing.T) {
+	e := newEnv(t)
+	c := e.admin(t)
+	rows := mustRows(t, c, `SELECT 1 AS a, json_build_object($1::VARCHAR, 1, 'b', true, 'c', NULL, 'd', 'x"y', 'e', 2.5)::VARCHAR AS b`, "k\"1")
+	if got := fmt.Sprint(rows[0][1]); got != `{"k\"1":1,"b":true,"c":null,"d":"x\"y","e":2.5}` {
+		t.Errorf("json_build_object = %s", got)
+	}
+	if _, err := queryRows(t, c, "SELECT 1 AS a, to_json($1::VARCHAR) AS b", "x"); err == nil || !strings.Contains(err.Error(), "0A000") {
+		t.Errorf("to_json of a parameter: %v", err)
+	}
+	if rows := mustRows(t, c, "SELECT 2"); fmt.Sprint(rows) != "[[2]]" {
+		t.Errorf("the session after the refusal: %v", rows)
+	}
+}
+
+// TestRegclassParameter checks CAST($1 AS regclass), which SQLAlchemy's
+// get_table_comment sends with the parameter 'pg_catalog.pg_class'.
+func TestRegclassParameter(t *testing.T) {
+	e := newEnv(t)
+	e.createPeople(t, "crm", "people")
+	c := e.admin(t)
+	rows := mustRows(t, c, "SELECT c.relname, d.description FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_description d "+
+		"ON c.oid = d.objoid AND d.classoid = CAST($1 AS REGCLASS) WHERE c.relname = $2", "pg_catalog.pg_class", "people")
+	if len(rows) != 1 || rows[0][1] != nil {
+		t.Fatalf("rows %v", rows)
+	}
+	rows = mustRows(t, c, "SELECT CAST($1 AS regclass) = (SELECT oid FROM pg_catalog.pg_class WHERE relname = 'people')", "crm.people")
+	if fmt.Sprint(rows) != "[[true]]" {
+		t.Fatalf("regclass of crm.people: %v", rows)
+	}
+}
+
+// TestQualifiedTableColumns checks columns qualified by the table's full
+// name, as pandas' read_sql_table and SQLAlchemy write them.
+func TestQualifiedTableColumns(t *testing.T) {
+	e := newEnv(t)
+	appendPeople(t, e.createPeople(t, "crm", "people"), people(3)...)
+	c := e.admin(t)
+	for _, q := range []string{
+		"SELECT crm.people.id FROM crm.people WHERE crm.people.id > 1 ORDER BY crm.people.id",
+		"SELECT floe.crm.people.id FROM floe.crm.people WHERE floe.crm.people.id > 1 ORDER BY 1",
+		"SELECT people.id FROM crm.people WHERE people.id > 1 ORDER BY 1",
+	} {
+		if rows := mustRows(t, c, q); fmt.Sprint(rows) != "[[2] [3]]" {
+			t.Errorf("%s: %v", q, rows)
+		}
+	}
+	// An alias hides the table's name, as in PostgreSQL.
+	if _, err := queryRows(t, c, "SELECT crm.people.id FROM crm.people p"); err == nil {
+		t.Error("crm.people.id with the table aliased p: no error")
+	}
 }
