@@ -40,6 +40,8 @@ type analysis struct {
 	// patched are system views replaced by a view with the columns
 	// PostgreSQL clients expect (see systemPatches).
 	patched []*tableRef
+	// macros are the lazyMacros the statement calls.
+	macros map[string]bool
 }
 
 // systemPatches complete DuckDB's pg_catalog views where psql and drivers
@@ -199,6 +201,12 @@ func (a *analysis) walkNode(n node, ctes []string) error {
 		name = strings.ToLower(name)
 		if deniedFunctions[name] || hasDeniedPrefix(name) {
 			return refused("function %s may not be used through the SQL endpoint", name)
+		}
+		if lazyMacros[name] != nil {
+			if a.macros == nil {
+				a.macros = map[string]bool{}
+			}
+			a.macros[name] = true
 		}
 	}
 	for k, c := range n {
@@ -371,8 +379,9 @@ func pgCompat(n node) {
 		}
 	}
 	name, _ := n["function_name"].(string)
-	if n["class"] == "FUNCTION" && (n["schema"] == "pg_catalog" && (n["is_operator"] == true || pgMacros[name] != "") ||
-		n["schema"] == "information_schema" && pgMacros[name] != "") {
+	known := pgMacros[name] != "" || lazyMacros[name] != nil
+	if n["class"] == "FUNCTION" && (n["schema"] == "pg_catalog" && (n["is_operator"] == true || known) ||
+		n["schema"] == "information_schema" && known) {
 		n["schema"] = ""
 		if name, ok := n["function_name"].(string); ok {
 			n["qualified_name"] = node{"path": []any{name}}
@@ -402,7 +411,6 @@ var pgMacros = map[string]string{
 	"array_upper":                        "(arr, dim) AS CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END",
 	"format_type":                        formatType,
 	"pg_get_serial_sequence":             "(t, c) AS NULL::VARCHAR",
-	"to_regtype":                         "(n) AS (SELECT min(oid) FROM pg_catalog.pg_type WHERE typname = n)",
 	"_pg_expandarray":                    "(arr) AS {'x': NULL::BIGINT, 'n': NULL::BIGINT}",
 	"pg_get_function_result":             "(id) AS NULL::VARCHAR",
 	"pg_get_function_arguments":          "(id) AS NULL::VARCHAR",

@@ -204,8 +204,9 @@ type session struct {
 	dmlSeq       int // names the temporary tables of DML statements
 	db           *duckdb.Connector
 	conn         *duckdb.Conn
-	catalogSig   string   // what the catalog stand-ins were built from
-	savepoints   []string // the transaction's savepoints (at most maxSavepoints)
+	catalogSig   string          // what the catalog stand-ins were built from
+	savepoints   []string        // the transaction's savepoints (at most maxSavepoints)
+	lazyMade     map[string]bool // the lazyMacros created (at most len(lazyMacros))
 	tables       *tableCache
 }
 
@@ -276,14 +277,18 @@ func (ss *session) configure(ctx context.Context) error {
 	if o.Threads > 0 {
 		stmts = append(stmts[:len(stmts)-1], fmt.Sprintf("SET threads = %d", o.Threads), stmts[len(stmts)-1])
 	}
+	// The macros in one batch: a round trip into DuckDB each costs more
+	// than creating a macro.
+	var macros []string
 	for _, name := range slices.Sorted(maps.Keys(pgMacros)) {
-		stmts = append(stmts, "CREATE MACRO "+name+pgMacros[name])
+		macros = append(macros, "CREATE MACRO "+name+pgMacros[name])
 	}
 	version, _ := ss.pg.Setting("server_version")
-	stmts = append(stmts, sessionMacroStatements(sessionIdentity{user: ss.pg.Identity.Principal, warehouse: o.Warehouse, version: version, pid: ss.pg.ProcessID})...)
+	macros = append(macros, sessionMacroStatements(sessionIdentity{user: ss.pg.Identity.Principal, warehouse: o.Warehouse, version: version, pid: ss.pg.ProcessID})...)
+	stmts = append(stmts, strings.Join(macros, ";\n"))
 	for _, q := range stmts {
 		if _, err := ss.conn.ExecContext(ctx, q, nil); err != nil {
-			return fmt.Errorf("configure duckdb (%s): %w", q, err)
+			return fmt.Errorf("configure duckdb (%.200s): %w", q, err)
 		}
 	}
 	return nil
@@ -486,6 +491,9 @@ func (st *selectStmt) plan(ctx context.Context) error {
 	}
 	attachPruning(stmt, a.refs)
 	qualifiedColumns(stmt, a.refs)
+	if err := ss.createLazyMacros(ctx, a.macros); err != nil {
+		return err
+	}
 	if mentionsLineage(st.tree) {
 		for _, ref := range a.refs {
 			ref.lineage = true

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"runtime"
@@ -52,7 +53,11 @@ func pgVersion(serverVersion string) string {
 	case "arm64":
 		arch = "aarch64"
 	}
-	return fmt.Sprintf("PostgreSQL %s on %s-pc-%s, compiled by Go, 64-bit", serverVersion, arch, runtime.GOOS)
+	osName := runtime.GOOS
+	if osName == "linux" {
+		osName = "linux-gnu"
+	}
+	return fmt.Sprintf("PostgreSQL %s on %s-pc-%s, compiled by Go, 64-bit", serverVersion, arch, osName)
 }
 
 // sessionMacros are the macros (name: parameters and body) answering the
@@ -65,19 +70,13 @@ func sessionMacros(id sessionIdentity) map[string]string {
 		"pg_backend_pid":        fmt.Sprintf("() AS %d", id.pid),
 		// Floe resolves no unqualified table name: the search path names
 		// no schema, as in PostgreSQL when none of its entries exists.
-		"floe_current_schema":    "() AS NULL::VARCHAR",
-		"floe_current_schemas":   "(implicit) AS CASE WHEN implicit THEN ['pg_catalog'] ELSE []::VARCHAR[] END",
-		"floe_json_build_object": jsonBuildObject,
-		"floe_j_string":          `(s) AS '"' || replace(replace(replace(replace(CAST(s AS VARCHAR), '\', '\\'), '"', '\"'), chr(10), '\n'), chr(13), '\r') || '"'`,
-		"floe_j_value": "(v) AS CASE WHEN v IS NULL THEN 'null' " +
-			"WHEN typeof(v) IN ('BOOLEAN', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'FLOAT', 'DOUBLE') " +
-			"OR typeof(v) LIKE 'DECIMAL%' OR typeof(v) = 'JSON' THEN CAST(v AS VARCHAR) ELSE floe_j_string(v) END",
+		"floe_current_schema":  "() AS NULL::VARCHAR",
+		"floe_current_schemas": "(implicit) AS CASE WHEN implicit THEN ['pg_catalog'] ELSE []::VARCHAR[] END",
 	}
 }
 
 // sessionMacroStatements returns the CREATE MACRO statements of
-// sessionMacros, by name (a macro is created after those it calls:
-// floe_j_string, floe_j_value, floe_json_build_object).
+// sessionMacros, in a stable order.
 func sessionMacroStatements(id sessionIdentity) []string {
 	m := sessionMacros(id)
 	out := make([]string, 0, len(m))
@@ -312,4 +311,39 @@ func qualifiedColumns(stmt node, refs []*tableRef) {
 		}
 	}
 	walk(stmt)
+}
+
+// lazyMacros are macros created in a session only when a statement first
+// calls them (the key): creating them costs more than the rest of a login
+// (json_build_object's 17 overloads take ~18 ms to bind). Each lists its
+// statements, those of the macros it calls first.
+var lazyMacros = map[string][]string{
+	"floe_json_build_object": {
+		`CREATE MACRO floe_j_string(s) AS '"' || replace(replace(replace(replace(CAST(s AS VARCHAR), '\', '\\'), '"', '\"'), chr(10), '\n'), chr(13), '\r') || '"'`,
+		"CREATE MACRO floe_j_value(v) AS CASE WHEN v IS NULL THEN 'null' " +
+			"WHEN typeof(v) IN ('BOOLEAN', 'TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'FLOAT', 'DOUBLE') " +
+			"OR typeof(v) LIKE 'DECIMAL%' OR typeof(v) = 'JSON' THEN CAST(v AS VARCHAR) ELSE floe_j_string(v) END",
+		"CREATE MACRO floe_json_build_object" + jsonBuildObject,
+	},
+	"to_regtype": {"CREATE MACRO to_regtype(n) AS (SELECT min(oid) FROM pg_catalog.pg_type WHERE typname = n)"},
+}
+
+// createLazyMacros creates the lazyMacros a statement calls that the
+// session does not have yet. A session holds at most len(lazyMacros).
+func (ss *session) createLazyMacros(ctx context.Context, names map[string]bool) error {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		if ss.lazyMade[name] {
+			continue
+		}
+		for _, q := range lazyMacros[name] {
+			if _, err := ss.conn.ExecContext(ctx, q, nil); err != nil {
+				return fmt.Errorf("create macro %s: %w", name, err)
+			}
+		}
+		if ss.lazyMade == nil {
+			ss.lazyMade = make(map[string]bool, len(lazyMacros))
+		}
+		ss.lazyMade[name] = true
+	}
+	return nil
 }

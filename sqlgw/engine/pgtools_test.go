@@ -202,6 +202,12 @@ func TestJSONBuildObject(t *testing.T) {
 	if got := fmt.Sprint(rows[0][1]); got != `{"k\"1":1,"b":true,"c":null,"d":"x\"y","e":2.5}` {
 		t.Errorf("json_build_object = %s", got)
 	}
+	// Created on first use, once per session (a second CREATE would fail).
+	for range 2 {
+		if rows := mustRows(t, c, "SELECT json_build_object('a', 1)::VARCHAR, to_regtype('int8') = 20"); fmt.Sprint(rows) != `[[{"a":1} true]]` {
+			t.Errorf("json_build_object, to_regtype: %v", rows)
+		}
+	}
 	if _, err := queryRows(t, c, "SELECT 1 AS a, to_json($1::VARCHAR) AS b", "x"); err == nil || !strings.Contains(err.Error(), "0A000") {
 		t.Errorf("to_json of a parameter: %v", err)
 	}
