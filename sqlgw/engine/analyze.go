@@ -40,12 +40,14 @@ type analysis struct {
 	// patched are system views replaced by a view with the columns
 	// PostgreSQL clients expect (see systemPatches).
 	patched []*tableRef
+	// macros are the lazyMacros the statement calls.
+	macros map[string]bool
 }
 
 // systemPatches complete DuckDB's pg_catalog views where psql and drivers
 // need more (pgcatalog.go explains pg_attribute and pg_type).
 var systemPatches = map[string]string{
-	"pg_class":                 "SELECT *, false AS relforcerowsecurity FROM pg_catalog.pg_class WHERE oid NOT IN " + temporaryOIDs,
+	"pg_class":                 "SELECT * REPLACE (CAST(reloptions AS VARCHAR[]) AS reloptions), false AS relforcerowsecurity FROM pg_catalog.pg_class WHERE oid NOT IN " + temporaryOIDs,
 	"pg_tables":                "SELECT t.* FROM pg_catalog.pg_tables t WHERE NOT EXISTS (SELECT 1 FROM duckdb_tables() d WHERE d.temporary AND d.schema_name = t.schemaname AND d.table_name = t.tablename)",
 	"pg_policy":                "SELECT 0::BIGINT AS oid, ''::VARCHAR AS polname, 0::BIGINT AS polrelid, ''::VARCHAR AS polcmd, true AS polpermissive, NULL AS polroles, NULL::VARCHAR AS polqual, NULL::VARCHAR AS polwithcheck WHERE false",
 	"pg_statistic_ext":         "SELECT 0::BIGINT AS oid, 0::BIGINT AS stxrelid, ''::VARCHAR AS stxname, 0::BIGINT AS stxnamespace, []::INTEGER[] AS stxkeys, []::VARCHAR[] AS stxkind, -1 AS stxstattarget, NULL::VARCHAR AS stxexprs WHERE false",
@@ -58,6 +60,13 @@ var systemPatches = map[string]string{
 	"pg_publication_rel":       "SELECT 0::BIGINT AS oid, 0::BIGINT AS prpubid, 0::BIGINT AS prrelid, NULL::VARCHAR AS prqual, NULL::SMALLINT[] AS prattrs WHERE false",
 	"pg_publication_namespace": "SELECT 0::BIGINT AS oid, 0::BIGINT AS pnpubid, 0::BIGINT AS pnnspid WHERE false",
 	"pg_roles":                 pgRoles,
+	"pg_user":                  pgUser,
+	"pg_auth_members":          pgAuthMembers,
+	"pg_database":              pgDatabase,
+	"pg_namespace":             pgNamespace,
+	"pg_proc":                  pgProc,
+	"pg_index":                 pgIndex,
+	"pg_opclass":               "SELECT 0::BIGINT AS oid, 0::BIGINT AS opcmethod, ''::VARCHAR AS opcname, 0::BIGINT AS opcnamespace, 0::BIGINT AS opcowner, 0::BIGINT AS opcfamily, 0::BIGINT AS opcintype, false AS opcdefault, 0::BIGINT AS opckeytype WHERE false",
 	"pg_attribute":             pgAttributeView,
 	"pg_type":                  pgTypeView,
 }
@@ -69,8 +78,10 @@ const temporaryOIDs = "(SELECT table_oid FROM duckdb_tables() WHERE temporary)"
 
 // infoSchemaPatches are systemPatches for information_schema views.
 var infoSchemaPatches = map[string]string{
-	"tables":  "SELECT * FROM information_schema.tables WHERE table_catalog <> 'temp'",
-	"columns": "SELECT * FROM information_schema.columns WHERE table_catalog <> 'temp'",
+	"tables":   "SELECT * REPLACE (floe_current_database() AS table_catalog) FROM information_schema.tables WHERE table_catalog <> 'temp'",
+	"columns":  "SELECT * REPLACE (floe_current_database() AS table_catalog) FROM information_schema.columns WHERE table_catalog <> 'temp'",
+	"views":    "SELECT * REPLACE (floe_current_database() AS table_catalog) FROM information_schema.views WHERE table_catalog <> 'temp'",
+	"schemata": infoSchemata,
 }
 
 // systemPatch returns the patch replacing a system view reference (path is
@@ -94,7 +105,7 @@ var systemViews = map[string]map[string]bool{
 		"pg_inherits", "pg_roles", "pg_user", "pg_enum", "pg_range", "pg_collation", "pg_sequence",
 		"pg_policy", "pg_trigger", "pg_rewrite", "pg_statistic_ext", "pg_publication", "pg_foreign_table",
 		"pg_publication_rel", "pg_publication_namespace",
-		"pg_partitioned_table", "pg_matviews", "pg_tablespace", "pg_settings_floe"),
+		"pg_partitioned_table", "pg_matviews", "pg_tablespace", "pg_settings_floe", "pg_auth_members", "pg_opclass"),
 	"information_schema": setOf("tables", "columns", "schemata", "views", "table_constraints",
 		"key_column_usage", "referential_constraints", "character_sets"),
 }
@@ -190,6 +201,12 @@ func (a *analysis) walkNode(n node, ctes []string) error {
 		name = strings.ToLower(name)
 		if deniedFunctions[name] || hasDeniedPrefix(name) {
 			return refused("function %s may not be used through the SQL endpoint", name)
+		}
+		if lazyMacros[name] != nil {
+			if a.macros == nil {
+				a.macros = map[string]bool{}
+			}
+			a.macros[name] = true
 		}
 	}
 	for k, c := range n {
@@ -330,6 +347,7 @@ type serialized struct {
 // DuckDB does not take: COLLATE pg_catalog.default (dropped) and
 // OPERATOR(pg_catalog.~) (the plain operator).
 func pgCompat(n node) {
+	sessionCompat(n)
 	for n["class"] == "COLLATE" {
 		coll, _ := n["collation"].(string)
 		switch strings.ToLower(strings.ReplaceAll(coll, `"`, "")) {
@@ -346,6 +364,7 @@ func pgCompat(n node) {
 			n[k] = v
 		}
 	}
+	regclassParam(n)
 	if n["class"] == "TYPE" {
 		tn, _ := n["type_name"].(string)
 		tn = strings.ToLower(tn)
@@ -360,7 +379,9 @@ func pgCompat(n node) {
 		}
 	}
 	name, _ := n["function_name"].(string)
-	if n["class"] == "FUNCTION" && n["schema"] == "pg_catalog" && (n["is_operator"] == true || pgMacros[name] != "") {
+	known := pgMacros[name] != "" || lazyMacros[name] != nil
+	if n["class"] == "FUNCTION" && (n["schema"] == "pg_catalog" && (n["is_operator"] == true || known) ||
+		n["schema"] == "information_schema" && known) {
 		n["schema"] = ""
 		if name, ok := n["function_name"].(string); ok {
 			n["qualified_name"] = node{"path": []any{name}}
@@ -371,22 +392,27 @@ func pgCompat(n node) {
 // pgMacros are PostgreSQL catalog functions DuckDB lacks, defined in every
 // session (by name: parameters and body).
 var pgMacros = map[string]string{
-	"pg_get_expr":                     "(e, r) AS NULL::VARCHAR, (e, r, p) AS NULL::VARCHAR",
-	"pg_get_userbyid":                 "(id) AS 'floe'",
-	"floe_regclass":                   "(n) AS (SELECT min(oid) FROM pg_catalog.pg_class WHERE relname = split_part(n, '.', -1))",
-	"obj_description":                 "(id, cat) AS NULL::VARCHAR",
-	"col_description":                 "(id, col) AS NULL::VARCHAR",
-	"shobj_description":               "(id, cat) AS NULL::VARCHAR",
-	"pg_encoding_to_char":             "(e) AS 'UTF8'",
-	"pg_get_indexdef":                 "(id, col, pretty) AS NULL::VARCHAR",
-	"pg_get_constraintdef":            "(id, pretty) AS NULL::VARCHAR",
-	"pg_get_statisticsobjdef_columns": "(id) AS NULL::VARCHAR",
-	"pg_relation_is_publishable":      "(id) AS false",
-	"array_to_string":                 arrayToString,
-	"pg_table_size":                   "(id) AS NULL::BIGINT",
-	"pg_relation_size":                "(id) AS NULL::BIGINT",
-	"pg_total_relation_size":          "(id) AS NULL::BIGINT",
-	"pg_indexes_size":                 "(id) AS NULL::BIGINT",
-	"array_upper":                     "(arr, dim) AS CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END",
-	"format_type":                     formatType,
+	"pg_get_expr":                        "(e, r) AS NULL::VARCHAR, (e, r, p) AS NULL::VARCHAR",
+	"pg_get_userbyid":                    "(id) AS 'floe'",
+	"floe_regclass":                      "(n) AS (SELECT min(oid) FROM pg_catalog.pg_class WHERE relname = split_part(n, '.', -1))",
+	"obj_description":                    "(id, cat) AS NULL::VARCHAR",
+	"col_description":                    "(id, col) AS NULL::VARCHAR",
+	"shobj_description":                  "(id, cat) AS NULL::VARCHAR",
+	"pg_encoding_to_char":                "(e) AS 'UTF8'",
+	"pg_get_indexdef":                    "(id, col, pretty) AS NULL::VARCHAR",
+	"pg_get_constraintdef":               "(id, pretty) AS NULL::VARCHAR",
+	"pg_get_statisticsobjdef_columns":    "(id) AS NULL::VARCHAR",
+	"pg_relation_is_publishable":         "(id) AS false",
+	"array_to_string":                    arrayToString,
+	"pg_table_size":                      "(id) AS NULL::BIGINT",
+	"pg_relation_size":                   "(id) AS NULL::BIGINT",
+	"pg_total_relation_size":             "(id) AS NULL::BIGINT",
+	"pg_indexes_size":                    "(id) AS NULL::BIGINT",
+	"array_upper":                        "(arr, dim) AS CASE WHEN dim = 1 AND len(arr) > 0 THEN len(arr) END",
+	"format_type":                        formatType,
+	"pg_get_serial_sequence":             "(t, c) AS NULL::VARCHAR",
+	"_pg_expandarray":                    "(arr) AS {'x': NULL::BIGINT, 'n': NULL::BIGINT}",
+	"pg_get_function_result":             "(id) AS NULL::VARCHAR",
+	"pg_get_function_arguments":          "(id) AS NULL::VARCHAR",
+	"pg_get_function_identity_arguments": "(id) AS NULL::VARCHAR",
 }

@@ -214,7 +214,9 @@ type session struct {
 	dmlSeq       int // names the temporary tables of DML statements
 	db           *duckdb.Connector
 	conn         *duckdb.Conn
-	catalogSig   string // what the catalog stand-ins were built from
+	catalogSig   string          // what the catalog stand-ins were built from
+	savepoints   []string        // the transaction's savepoints (at most maxSavepoints)
+	lazyMade     map[string]bool // the lazyMacros created (at most len(lazyMacros))
 	tables       *tableCache
 	txn          *txnState // the open transaction block's staged changes
 }
@@ -270,28 +272,34 @@ func (ss *session) configure(ctx context.Context) error {
 			dirs[i] = d + "/"
 		}
 	}
-	stmts := []string{
+	stmts := append(attachStatements(o.Warehouse),
 		"SET autoinstall_known_extensions = false",
 		"SET autoload_known_extensions = false",
 		"SET enable_external_file_cache = false",
 		"SET parquet_metadata_cache = false",
 		"SET temp_directory = ''",
 		"SET TimeZone = 'UTC'",
-		"SET memory_limit = " + sqlString(o.MemoryLimit),
-		"SET allowed_directories = " + sqlList(dirs),
+		"SET memory_limit = "+sqlString(o.MemoryLimit),
+		"SET allowed_directories = "+sqlList(dirs),
 		"SET enable_external_access = false",
 		"SET allow_community_extensions = false",
 		"SET lock_configuration = true",
-	}
+	)
 	if o.Threads > 0 {
 		stmts = append(stmts[:len(stmts)-1], fmt.Sprintf("SET threads = %d", o.Threads), stmts[len(stmts)-1])
 	}
+	// The macros in one batch: a round trip into DuckDB each costs more
+	// than creating a macro.
+	var macros []string
 	for _, name := range slices.Sorted(maps.Keys(pgMacros)) {
-		stmts = append(stmts, "CREATE MACRO "+name+pgMacros[name])
+		macros = append(macros, "CREATE MACRO "+name+pgMacros[name])
 	}
+	version, _ := ss.pg.Setting("server_version")
+	macros = append(macros, sessionMacroStatements(sessionIdentity{user: ss.pg.Identity.Principal, warehouse: o.Warehouse, version: version, pid: ss.pg.ProcessID})...)
+	stmts = append(stmts, strings.Join(macros, ";\n"))
 	for _, q := range stmts {
 		if _, err := ss.conn.ExecContext(ctx, q, nil); err != nil {
-			return fmt.Errorf("configure duckdb (%s): %w", q, err)
+			return fmt.Errorf("configure duckdb (%.200s): %w", q, err)
 		}
 	}
 	return nil
@@ -381,6 +389,9 @@ func (e *Engine) Prepare(ctx context.Context, s *pgwire.Session, sql string, par
 	ss, ok := s.State.(*session)
 	if !ok {
 		return nil, errNoSession
+	}
+	if sp, ok := parseSavepoint(sql); ok {
+		return ss.savepoint(sp)
 	}
 	if u, ok := parseUtility(sql); ok {
 		return ss.utility(u)
@@ -497,6 +508,10 @@ func (st *selectStmt) plan(ctx context.Context) error {
 		return err
 	}
 	attachPruning(stmt, a.refs)
+	qualifiedColumns(stmt, a.refs)
+	if err := ss.createLazyMacros(ctx, a.macros); err != nil {
+		return err
+	}
 	if mentionsLineage(st.tree) {
 		for _, ref := range a.refs {
 			ref.lineage = true
@@ -686,6 +701,13 @@ func (st *selectStmt) Execute(ctx context.Context, args []any) (pgwire.Result, e
 	pins := st.pins
 	st.pins = nil
 	rows, err := st.stmt.QueryContext(ctx, nargs)
+	if err == nil && len(rows.Columns()) != len(st.cols) {
+		// DuckDB binds some statements only once it has the parameters
+		// (to_json of a parameter): their columns were not known when the
+		// client was told them.
+		_ = rows.Close()
+		err = unsupported("the statement's result columns depend on its parameter values; write the values into the statement")
+	}
 	if err != nil {
 		pins.release()
 		ss.auditQuery(ctx, st, -1, err)

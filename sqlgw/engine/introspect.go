@@ -172,11 +172,13 @@ func (ss *session) buildStandIns(ctx context.Context, tables []standIn) error {
 	return nil
 }
 
-// pgRoles stands in for pg_catalog.pg_roles, which DuckDB lacks: one role,
-// the owner pg_get_userbyid names.
+// pgRoles stands in for pg_catalog.pg_roles, which DuckDB lacks: the owner
+// pg_get_userbyid names, and the session's principal.
 const pgRoles = "SELECT 10::BIGINT AS oid, 'floe' AS rolname, false AS rolsuper, true AS rolinherit, false AS rolcreaterole, " +
-	"false AS rolcreatedb, true AS rolcanlogin, false AS rolreplication, -1 AS rolconnlimit, NULL::TIMESTAMPTZ AS rolvaliduntil, " +
-	"false AS rolbypassrls, NULL::VARCHAR[] AS rolconfig"
+	"false AS rolcreatedb, false AS rolcanlogin, false AS rolreplication, -1 AS rolconnlimit, NULL::TIMESTAMPTZ AS rolvaliduntil, " +
+	"false AS rolbypassrls, NULL::VARCHAR[] AS rolconfig " +
+	"UNION ALL SELECT 11::BIGINT, floe_current_user(), false, true, false, false, true, false, -1, NULL::TIMESTAMPTZ, false, NULL::VARCHAR[] " +
+	"WHERE floe_current_user() <> 'floe'"
 
 // arrayToString is PostgreSQL's array_to_string(array, separator) (NULL
 // elements skipped). DuckDB's own pg_catalog.array_to_string does not bind
@@ -188,7 +190,7 @@ const arrayToString = "(arr, sep) AS CASE WHEN len(CAST(arr AS VARCHAR[])) = 0 T
 // compute rows from their arguments. Only what psql needs is let through
 // (its \d calls pg_catalog.generate_series); other table functions stay
 // refused.
-var generatorFunctions = setOf("generate_series")
+var generatorFunctions = setOf("generate_series", "unnest")
 
 // generatorFunction reports whether a TABLE_FUNCTION node calls one of the
 // generatorFunctions, unqualified or in pg_catalog; it drops a pg_catalog

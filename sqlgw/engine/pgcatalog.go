@@ -90,11 +90,43 @@ var pgTypeView = fmt.Sprintf("SELECT * FROM pg_catalog.pg_type UNION ALL BY NAME
 	pgwire.TextOID, pgwire.VarcharOID)
 
 // formatType is PostgreSQL's format_type(type_oid, typemod) over the OIDs
-// pgAttributeView gives: the type's name in pg_type (numeric with its
-// precision and scale). DuckDB's own format_type takes DuckDB type ids.
-var formatType = fmt.Sprintf("(type_oid_arg, typemod_arg) AS CASE "+
-	"WHEN type_oid_arg IS NULL THEN NULL "+
-	"WHEN type_oid_arg = %[1]d THEN 'text' "+
-	"WHEN type_oid_arg = %[2]d AND typemod_arg > 4 THEN 'numeric(' || ((typemod_arg - 4) >> 16) || ',' || ((typemod_arg - 4) & 65535) || ')' "+
-	"ELSE coalesce((SELECT any_value(typname) FROM pg_catalog.pg_type WHERE oid = type_oid_arg), '???') END",
-	pgwire.TextOID, pgwire.NumericOID)
+// pgAttributeView gives: PostgreSQL's SQL names (bigint, character
+// varying, double precision, timestamp without time zone; numeric with its
+// precision and scale), which SQLAlchemy and psql show and map to types;
+// other types by their name in pg_type. DuckDB's own format_type takes
+// DuckDB type ids.
+var formatType = func() string {
+	var b strings.Builder
+	b.WriteString("(type_oid_arg, typemod_arg) AS CASE WHEN type_oid_arg IS NULL THEN NULL ")
+	fmt.Fprintf(&b, "WHEN type_oid_arg = %d AND typemod_arg > 4 THEN 'numeric(' || ((typemod_arg - 4) >> 16) || ',' || ((typemod_arg - 4) & 65535) || ')' ", pgwire.NumericOID)
+	for _, t := range sqlTypeNames {
+		fmt.Fprintf(&b, "WHEN type_oid_arg = %d THEN '%s' ", t.oid, t.name)
+	}
+	b.WriteString("ELSE coalesce((SELECT any_value(typname) FROM pg_catalog.pg_type WHERE oid = type_oid_arg), '???') END")
+	return b.String()
+}()
+
+// sqlTypeNames are the names PostgreSQL's format_type gives the types
+// pgAttributeView uses.
+var sqlTypeNames = []struct {
+	oid  uint32
+	name string
+}{
+	{pgwire.BoolOID, "boolean"},
+	{pgwire.ByteaOID, "bytea"},
+	{pgwire.Int2OID, "smallint"},
+	{pgwire.Int4OID, "integer"},
+	{pgwire.Int8OID, "bigint"},
+	{pgwire.TextOID, "text"},
+	{pgwire.Float4OID, "real"},
+	{pgwire.Float8OID, "double precision"},
+	{pgwire.VarcharOID, "character varying"},
+	{pgwire.DateOID, "date"},
+	{timeOID, "time without time zone"},
+	{timetzOID, "time with time zone"},
+	{pgwire.TimestampOID, "timestamp without time zone"},
+	{pgwire.TimestamptzOID, "timestamp with time zone"},
+	{intervalOID, "interval"},
+	{pgwire.NumericOID, "numeric"},
+	{pgwire.UUIDOID, "uuid"},
+}

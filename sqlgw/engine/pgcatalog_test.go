@@ -158,10 +158,12 @@ func TestCatalogColumns(t *testing.T) {
 
 	t.Run("type names", func(t *testing.T) {
 		rows := mustRows(t, admin, typeNamesSQL, "shop", "things")
-		want := [][3]string{{"id", "int8", "int8"}, {"name", "varchar", "varchar"}, {"qty", "int4", "int4"},
-			{"price", "numeric", "numeric(10,2)"}, {"ratio", "float4", "float4"}, {"score", "float8", "float8"},
-			{"ok", "bool", "bool"}, {"born", "date", "date"}, {"seen", "timestamp", "timestamp"},
-			{"seen_tz", "timestamptz", "timestamptz"}, {"raw", "bytea", "bytea"}, {"uid", "uuid", "uuid"},
+		// format_type gives PostgreSQL's SQL names, as PostgreSQL does
+		// (SQLAlchemy maps them to types); pg_type keeps the short names.
+		want := [][3]string{{"id", "int8", "bigint"}, {"name", "varchar", "character varying"}, {"qty", "int4", "integer"},
+			{"price", "numeric", "numeric(10,2)"}, {"ratio", "float4", "real"}, {"score", "float8", "double precision"},
+			{"ok", "bool", "boolean"}, {"born", "date", "date"}, {"seen", "timestamp", "timestamp without time zone"},
+			{"seen_tz", "timestamptz", "timestamp with time zone"}, {"raw", "bytea", "bytea"}, {"uid", "uuid", "uuid"},
 			{"tags", "text", "text"}, {"attrs", "text", "text"}}
 		var got [][3]string
 		for _, r := range rows {

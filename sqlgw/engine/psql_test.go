@@ -82,7 +82,7 @@ func TestPsqlDescribe(t *testing.T) {
 		want []string
 		not  []string
 	}{
-		{`\d crm.people`, []string{`Table "crm.people"`, "id", "int8", "not null", "name", "varchar", "salary", "float8"}, []string{"staff"}},
+		{`\d crm.people`, []string{`Table "crm.people"`, "id", "bigint", "not null", "name", "character varying", "salary", "double precision"}, []string{"staff"}},
 		{`\d hr.staff`, []string{`Table "hr.staff"`, "ssn"}, nil},
 		{`\dn`, []string{"crm", "hr"}, nil},
 		{`\d`, []string{"people", "staff", "table"}, nil},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/floe-lake/floe/sqlgw/pgwire"
@@ -71,6 +72,9 @@ func parseUtility(sql string) (utility, bool) {
 		name := strings.ToLower(strings.Trim(rest, `"`))
 		if strings.EqualFold(rest, "TIME ZONE") {
 			name = "timezone"
+		}
+		if strings.EqualFold(strings.Join(strings.Fields(rest), " "), "TRANSACTION ISOLATION LEVEL") {
+			name = "transaction_isolation" // SQLAlchemy asks on connect
 		}
 		if name == "" || strings.ContainsAny(name, " \t\n;,()'") {
 			return utility{}, false
@@ -187,6 +191,7 @@ func (ss *session) utility(u utility) (pgwire.Statement, error) {
 			t, status := ss.txn, ss.pg.TxStatus()
 			ss.txn = nil
 			ss.pg.SetTxStatus(pgwire.TxIdle)
+			ss.savepoints = nil
 			if status == pgwire.TxFailed || u.kind == utilRollback {
 				return &pgwire.StaticResult{CommandTag: "ROLLBACK"}, nil
 			}
@@ -241,6 +246,8 @@ func (ss *session) utility(u utility) (pgwire.Statement, error) {
 			switch u.name {
 			case "transaction_isolation", "default_transaction_isolation":
 				v, ok = "read committed", true
+			case "server_version_num":
+				v, ok = serverVersionNum(settings["server_version"]), true
 			case "max_identifier_length":
 				v, ok = "63", true
 			case "search_path":
@@ -275,3 +282,13 @@ func (s *staticStmt) Execute(ctx context.Context, _ []any) (pgwire.Result, error
 
 // Close implements pgwire.Statement.
 func (s *staticStmt) Close() error { return nil }
+
+// serverVersionNum is server_version_num of a server_version such as
+// "16.0 (Floe)": 160000 (major * 10000 + minor).
+func serverVersionNum(v string) string {
+	var major, minor int
+	if n, _ := fmt.Sscanf(v, "%d.%d", &major, &minor); n == 0 {
+		return "160000"
+	}
+	return strconv.Itoa(major*10000 + minor)
+}

@@ -22,6 +22,8 @@ func TestParseUtility(t *testing.T) {
 		{"SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED", true, utilNoop, "", ""},
 		{"-- c\nSHOW server_version", true, utilShow, "server_version", ""},
 		{"show time zone", true, utilShow, "timezone", ""},
+		{"SHOW TRANSACTION ISOLATION LEVEL", true, utilShow, "transaction_isolation", ""},
+		{"show  transaction\tisolation level;", true, utilShow, "transaction_isolation", ""},
 		{"RESET ALL", true, utilReset, "all", ""},
 		{"BEGIN", true, utilBegin, "", ""},
 		{"start transaction read only", true, utilBegin, "", ""},
