@@ -107,6 +107,12 @@ func (v *Vending) credentials(ctx context.Context, use string, id catalog.Ident,
 	if ok && fresh(c) && unrevoked && (v.Revoked == nil || v.Revoked(c.sess) == nil) {
 		return c.creds, c.id, nil
 	}
+	return v.mintAndCache(ctx, s, key)
+}
+
+// mintAndCache mints a credential for s, audits it and caches it under key
+// (the cache is bounded: it starts afresh past 10,000 entries).
+func (v *Vending) mintAndCache(ctx context.Context, s vend.Session, key credKey) (vend.Credentials, string, error) {
 	creds, sess, err := v.Minter.Mint(ctx, s, v.TTL)
 	if err != nil {
 		return vend.Credentials{}, "", err
@@ -282,18 +288,7 @@ func (v *Vending) notice(ctx context.Context, id catalog.Ident, bucket, prefix, 
 	if ok && time.Since(c.minted) < vendReuse && c.sess.Notice == reason {
 		return c.creds, c.id, nil
 	}
-	creds, sess, err := v.Minter.Mint(ctx, s, v.TTL)
-	if err != nil {
-		return vend.Credentials{}, "", err
-	}
-	v.audit(ctx, sess)
-	v.mu.Lock()
-	if v.cache == nil || len(v.cache) > 10000 {
-		v.cache = map[credKey]vendedCreds{}
-	}
-	v.cache[key] = vendedCreds{creds: creds, sess: &sess, id: sess.ID, minted: time.Now()}
-	v.mu.Unlock()
-	return creds, sess.ID, nil
+	return v.mintAndCache(ctx, s, key)
 }
 
 // vendedAccess returns a credential for the table's prefix in both places

@@ -196,19 +196,23 @@ reported with its file, line or row and column. The namespace must exist
 	return cmd
 }
 
+// tableParent returns the `table` command of root, adding it if there is none
+// yet (its subcommands are added by several files).
+func tableParent(root *cobra.Command) *cobra.Command {
+	for _, c := range root.Commands() {
+		if c.Name() == "table" {
+			return c
+		}
+	}
+	table := &cobra.Command{Use: "table", Short: "Inspect and load tables"}
+	root.AddCommand(table)
+	return table
+}
+
 // addTableIngestCmds adds add-files and register-delta to the `table`
 // command of root, creating it if there is none.
 func addTableIngestCmds(root *cobra.Command, stdout io.Writer, getenv func(string) string) {
-	var table *cobra.Command
-	for _, c := range root.Commands() {
-		if c.Name() == "table" {
-			table = c
-		}
-	}
-	if table == nil {
-		table = &cobra.Command{Use: "table", Short: "Inspect and load tables"}
-		root.AddCommand(table)
-	}
+	table := tableParent(root)
 	add := &cobra.Command{Use: "add-files NS.TABLE LOCATION...", Args: cobra.MinimumNArgs(2),
 		Short: "Register existing Parquet files under a table's location in the table, without rewriting them",
 		Long: `Register Parquet files that already lie under the table's own location in the

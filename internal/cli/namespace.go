@@ -307,16 +307,7 @@ func listOrNone(s []string) string {
 // addTableCatalogCmds adds list, drop and rename to the `table` command of
 // root, creating it if there is none.
 func addTableCatalogCmds(root *cobra.Command, stdout io.Writer, getenv func(string) string) {
-	var table *cobra.Command
-	for _, c := range root.Commands() {
-		if c.Name() == "table" {
-			table = c
-		}
-	}
-	if table == nil {
-		table = &cobra.Command{Use: "table", Short: "Inspect and load tables"}
-		root.AddCommand(table)
-	}
+	table := tableParent(root)
 	list := &cobra.Command{Use: "list NAMESPACE", Args: cobra.ExactArgs(1), Short: "List the tables of a namespace that the caller may see"}
 	lcl := bindIngestClient(list.Flags(), getenv)
 	list.RunE = func(c *cobra.Command, args []string) error {
