@@ -131,16 +131,22 @@ func (st *dmlStmt) Execute(ctx context.Context, args []any) (pgwire.Result, erro
 		}
 	}
 	if err != nil {
-		filtered := out != nil && out.filtered
-		if out != nil {
-			ss.auditDML(ctx, st, out.tables, out.target, -1, 0, err)
-		} else {
-			ss.auditDML(ctx, st, nil, "", -1, 0, err)
-		}
-		return nil, ss.publicError(err, filtered)
+		return nil, st.failed(ctx, out, err)
 	}
 	ss.auditDML(ctx, st, out.tables, out.target, out.rows, out.snapshot, nil)
 	return &pgwire.StaticResult{CommandTag: st.tag(out.rows)}, nil
+}
+
+// failed audits a statement that failed (with what it had found out, if
+// anything) and returns the error the client is shown.
+func (st *dmlStmt) failed(ctx context.Context, out *dmlOutcome, err error) error {
+	ss := st.ss
+	if out == nil {
+		ss.auditDML(ctx, st, nil, "", -1, 0, err)
+		return ss.publicError(err, false)
+	}
+	ss.auditDML(ctx, st, out.tables, out.target, -1, 0, err)
+	return ss.publicError(err, out.filtered)
 }
 
 // stage runs the statement inside a transaction block, once: its commit
@@ -156,13 +162,7 @@ func (st *dmlStmt) stage(ctx context.Context, args []any) (pgwire.Result, error)
 	}
 	out, err := st.run(ctx, nargs)
 	if err != nil {
-		filtered := out != nil && out.filtered
-		if out != nil {
-			ss.auditDML(ctx, st, out.tables, out.target, -1, 0, err)
-		} else {
-			ss.auditDML(ctx, st, nil, "", -1, 0, err)
-		}
-		return nil, ss.publicError(err, filtered)
+		return nil, st.failed(ctx, out, err)
 	}
 	ss.auditDML(ctx, st, out.tables, out.target, out.rows, 0, nil)
 	return &pgwire.StaticResult{CommandTag: st.tag(out.rows)}, nil
