@@ -58,7 +58,7 @@ func TestIngestEndpoints(t *testing.T) {
 	// Bad input: 400, and nothing changes.
 	r = e.do(t, e.admin, "POST", base+"orders/ingest?format=csv", "id,amount\nx,1\n", "Content-Type", octet)
 	wantStatus(t, r, 400)
-	if msg, _, _ := errorOf(t, r); !strings.Contains(msg, `parsing "x"`) {
+	if msg, _, _ := errorOf(t, r); !strings.Contains(msg, `request body line 2 (row 1), column "id": "x" is not a valid long`) {
 		t.Errorf("bad input message %q", msg)
 	}
 	wantStatus(t, e.do(t, e.admin, "POST", base+"orders/ingest?mode=sideways", "id\n1\n", "Content-Type", octet), 400)

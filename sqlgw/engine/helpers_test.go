@@ -170,6 +170,21 @@ func (e *env) grant(t *testing.T, principal string, priv authz.Privilege, ns, na
 	}
 }
 
+// grantUnchecked stores a grant as it is, without the checks Grant makes
+// when it is given: a filter that a version before grant validation
+// accepted (a subquery, an injection attempt), which the engine must
+// still refuse when it reads.
+func (e *env) grantUnchecked(t *testing.T, principal string, priv authz.Privilege, ns, name string, f *authz.DataFilter) {
+	t.Helper()
+	id := catalog.Ident{Namespace: catalog.Namespace{ns}, Name: name}
+	g := authz.Grant{Grantee: authz.Principal(principal), Privilege: priv, On: authz.Table(e.f.Warehouse, id), Filter: f,
+		CreatedAt: time.Now()}
+	g.ID = g.Key()
+	if err := e.f.App.Store().PutGrant(context.Background(), g); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // queryRows runs sql and returns every row as []any.
 func queryRows(t *testing.T, c *pgx.Conn, sql string, args ...any) ([][]any, error) {
 	t.Helper()
