@@ -205,13 +205,21 @@ func (ss *session) runDDL(ctx context.Context, d *ddlParsed) (tag string, writte
 		return d.kind.String(), nil, nil, ss.dropSchema(ctx, d)
 	case d.kind == ddlDropTable:
 		if inBlock {
-			return "", nil, nil, notInBlock("DROP TABLE")
+			if ss.txn == nil {
+				ss.txn = newTxn(ss)
+			}
+			w, err := ss.dropInBlock(ctx, ss.txn, d)
+			return d.kind.String(), w, nil, err
 		}
 		w, err := ss.dropTable(ctx, d)
 		return d.kind.String(), w, nil, err
 	case d.kind == ddlAlterTable && d.alter == alterRename:
 		if inBlock {
-			return "", nil, nil, notInBlock("ALTER TABLE ... RENAME TO")
+			if ss.txn == nil {
+				ss.txn = newTxn(ss)
+			}
+			w, err := ss.renameInBlock(ctx, ss.txn, d)
+			return d.kind.String(), w, nil, err
 		}
 		w, err := ss.renameTable(ctx, d)
 		return d.kind.String(), w, nil, err
@@ -606,14 +614,9 @@ func (ss *session) createTable(ctx context.Context, t *txnState, d *ddlParsed, w
 	if err := ss.require(ctx, authz.CreateTable, authz.NamespaceOf(wh, id.Namespace)); err != nil {
 		return "", nil, err
 	}
-	exists := false
-	if _, ok := t.tables[txnKey(wh, id)]; ok {
-		exists = true
-	} else {
-		var err error
-		if exists, err = ss.e.opts.DDL.Exists(ctx, wh, id, catalog.KindTable); err != nil {
-			return "", nil, err
-		}
+	exists, err := t.exists(ctx, wh, id)
+	if err != nil {
+		return "", nil, err
 	}
 	if exists {
 		if d.ifExists {
@@ -851,6 +854,7 @@ func (ss *session) stageCreate(ctx context.Context, t *txnState, d *ddlParsed, w
 		return err
 	}
 	t.add(st)
+	delete(t.gone, txnKey(wh, id))
 	return nil
 }
 

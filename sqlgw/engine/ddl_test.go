@@ -474,16 +474,17 @@ func TestTransactionAllOrNothing(t *testing.T) {
 	if n := len(e.loadTable(t, "crm", "a").Metadata().Snapshots()); n != snapsA+2 {
 		t.Fatalf("a has %d snapshots, want %d", n, snapsA+2)
 	}
-	// Schema changes, DROP TABLE and renames are no table commits: refused
-	// inside a block, which then fails.
+	// Schema changes are no table commits: refused inside a block, which
+	// then fails. DROP TABLE is staged (see txn_rename_test.go): a
+	// rolled-back block drops nothing.
 	execTag(t, c, "BEGIN")
 	execErr(t, c, "CREATE SCHEMA inside", "25001", "transaction block")
 	execTag(t, c, "ROLLBACK")
 	execTag(t, c, "BEGIN")
-	execErr(t, c, "DROP TABLE crm.b", "25001", "transaction block")
+	execTag(t, c, "DROP TABLE crm.b")
 	execTag(t, c, "ROLLBACK")
 	if !e.tableExists(t, "crm", "b") {
-		t.Fatal("DROP TABLE in a block ran")
+		t.Fatal("DROP TABLE in a rolled-back block ran")
 	}
 	// pgx's own transactions (BEGIN ... COMMIT) work.
 	tx, err := c.Begin(ctx)
