@@ -40,6 +40,9 @@ type analysis struct {
 	// patched are system views replaced by a view with the columns
 	// PostgreSQL clients expect (see systemPatches).
 	patched []*tableRef
+	// temps are the session's temporary tables (lower case): a one-part
+	// name among them is left to DuckDB, which holds them (temp.go).
+	temps map[string]int64
 }
 
 // systemPatches complete DuckDB's pg_catalog views where psql and drivers
@@ -129,8 +132,8 @@ func unsupported(format string, args ...any) error {
 // through the engine's views: table functions, file names as tables,
 // references to DuckDB's own catalog, and functions that read the
 // environment.
-func analyze(stmt node) (*analysis, error) {
-	a := &analysis{}
+func analyze(stmt node, temps map[string]int64) (*analysis, error) {
+	a := &analysis{temps: temps}
 	if err := a.walk(stmt, nil); err != nil {
 		return nil, err
 	}
@@ -248,6 +251,9 @@ func (a *analysis) baseTable(n node, ctes []string) error {
 			if c == name && at == nil {
 				return nil
 			}
+		}
+		if _, ok := a.temps[name]; ok && at == nil {
+			return nil
 		}
 		if systemViews["pg_catalog"][name] && at == nil {
 			a.system = true

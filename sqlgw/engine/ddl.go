@@ -193,6 +193,10 @@ func (ss *session) runDDL(ctx context.Context, d *ddlParsed) (tag string, writte
 	}
 	inBlock := ss.pg.TxStatus() == pgwire.TxInBlock
 	switch {
+	case d.temp:
+		return ss.createTemp(ctx, d)
+	case d.kind == ddlDropTable && len(d.path) == 1:
+		return d.kind.String(), nil, nil, ss.dropTemp(ctx, d)
 	case d.kind == ddlCreateSchema:
 		if inBlock {
 			return "", nil, nil, notInBlock("CREATE SCHEMA")

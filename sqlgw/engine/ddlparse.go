@@ -95,6 +95,7 @@ type ddlParsed struct {
 	props       map[string]string // WITH (...), ALTER TABLE SET (...)
 	keys        []string          // ALTER TABLE RESET (...)
 	query       string            // CREATE TABLE ... AS <query>
+	temp        bool              // CREATE TEMPORARY TABLE
 	alter       alterKind
 	col         string   // the column altered, commented on, dropped or renamed
 	newName     string   // RENAME ... TO
@@ -264,6 +265,11 @@ func (p *ddlParser) create() (*ddlParsed, error) {
 		return d, nil
 	case p.accept("table"):
 		d.kind = ddlCreateTable
+		return d, p.createTable(d)
+	case (p.isWord(p.i, "temp") || p.isWord(p.i, "temporary")) && p.isWord(p.i+1, "table"):
+		p.i += 2
+		d.kind = ddlCreateTable
+		d.temp = true
 		return d, p.createTable(d)
 	case p.isWord(p.i, "temp") || p.isWord(p.i, "temporary") || p.isWord(p.i, "unlogged"):
 		return nil, unsupported("temporary and unlogged tables are not supported: every table is an Iceberg table of the catalog")

@@ -540,7 +540,7 @@ func (st *dmlStmt) targetPath(ctx context.Context) ([]string, error) {
 	if err != nil || len(stmts) != 1 {
 		return nil, syntaxError("invalid table name %s", st.d.target)
 	}
-	a, err := analyze(stmts[0])
+	a, err := analyze(stmts[0], st.ss.temps)
 	if err != nil {
 		return nil, err
 	}
@@ -856,7 +856,7 @@ func (st *dmlStmt) rewriteTree(ctx context.Context, pl *dmlPlan, text string, ta
 	if err != nil {
 		return nil, err
 	}
-	a, err := analyze(stmt)
+	a, err := analyze(stmt, ss.temps)
 	if err != nil {
 		return nil, err
 	}
