@@ -193,6 +193,9 @@ func (ss *session) runDDL(ctx context.Context, d *ddlParsed) (tag string, writte
 	}
 	inBlock := ss.pg.TxStatus() == pgwire.TxInBlock
 	switch {
+	case d.kind == ddlCreateView || d.kind == ddlDropView || d.kind == ddlAlterView:
+		read, err := ss.runViewDDL(ctx, d)
+		return d.kind.String(), nil, read, err
 	case d.temp:
 		return ss.createTemp(ctx, d)
 	case d.kind == ddlDropTable && len(d.path) == 1:

@@ -856,7 +856,12 @@ func (st *dmlStmt) rewriteTree(ctx context.Context, pl *dmlPlan, text string, ta
 	if err != nil {
 		return nil, err
 	}
-	a, err := analyze(stmt, ss.temps)
+	at := strconv.Itoa(targetAt)
+	skip := ""
+	if targetAt >= 0 {
+		skip = at
+	}
+	a, err := ss.analyzeViews(ctx, stmt, skip)
 	if err != nil {
 		return nil, err
 	}
@@ -865,7 +870,6 @@ func (st *dmlStmt) rewriteTree(ctx context.Context, pl *dmlPlan, text string, ta
 			return nil, err
 		}
 	}
-	at := strconv.Itoa(targetAt)
 	seen := false
 	for _, ref := range a.refs {
 		if targetAt >= 0 && fmt.Sprint(ref.n["query_location"]) == at && !seen {

@@ -500,7 +500,7 @@ func (st *selectStmt) plan(ctx context.Context) error {
 	if err := unmarshalTree(st.tree, &stmt); err != nil {
 		return err
 	}
-	a, err := analyze(stmt, ss.temps)
+	a, err := ss.analyzeViews(ctx, stmt, "")
 	if err != nil {
 		return err
 	}
