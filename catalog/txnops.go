@@ -18,6 +18,10 @@ type EntityOp struct {
 	// By, for a drop, is who drops the table, as the tombstone's owner
 	// sees it (Claimant.CanRead); nil: the claimant of the context.
 	By *Claimant
+	// CreateAt, when set, makes the op the create of a view (Kind
+	// KindView) named Ident whose metadata StageView wrote there; creates
+	// apply after the renames and drops.
+	CreateAt string
 }
 
 // Step is one step of a store transaction (StepStore.ApplySteps): a
@@ -77,7 +81,9 @@ func (c *Catalog) CommitTransactionOps(ctx context.Context, wh string, commits [
 func freedBy(ops []EntityOp) map[string]bool {
 	out := map[string]bool{}
 	for _, op := range ops {
-		out[op.Ident.Namespace.Key()+Sep+Sep+op.Ident.Name] = true
+		if op.CreateAt == "" {
+			out[op.Ident.Namespace.Key()+Sep+Sep+op.Ident.Name] = true
+		}
 	}
 	return out
 }
@@ -87,6 +93,9 @@ func freedBy(ops []EntityOp) map[string]bool {
 func (c *Catalog) opSteps(ctx context.Context, wh string, ops []EntityOp) ([]Step, error) {
 	steps := make([]Step, 0, len(ops))
 	for _, op := range ops {
+		if op.CreateAt != "" {
+			continue
+		}
 		st := Step{Op: &op}
 		if op.RenameTo == nil && op.Kind == KindTable {
 			// The table as the ops before left it: look it up by its name
@@ -129,6 +138,14 @@ func (c *Catalog) applySteps(ctx context.Context, wh string, swaps []Swap, ops [
 			creates = append(creates, Step{Swap: &swaps[i]})
 		} else {
 			steps = append(steps, Step{Swap: &swaps[i]})
+		}
+	}
+	for _, op := range ops {
+		if op.CreateAt != "" {
+			if op.Kind != KindView {
+				return floe.E(floe.Invalid, "commit", "only views are created by an op")
+			}
+			creates = append(creates, Step{Swap: &Swap{Warehouse: wh, Ident: op.Ident, Kind: KindView, New: op.CreateAt}})
 		}
 	}
 	steps = append(append(steps, opSteps...), creates...)

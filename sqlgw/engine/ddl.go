@@ -376,6 +376,13 @@ func (ss *session) renameTable(ctx context.Context, d *ddlParsed) ([]string, err
 		}
 		to = id
 	}
+	if k, err := catalogKind(ctx, ss.e.opts.DDL, wh, from); err == nil && k == catalog.KindView {
+		// ALTER TABLE ... RENAME TO of a view, as dbt sends it.
+		v := *d
+		v.kind = ddlAlterView
+		_, err := ss.runViewDDL(ctx, &v)
+		return nil, err
+	}
 	src, dst := authz.Table(wh, from), authz.Table(wh, to)
 	if err := ss.require(ctx, authz.Drop, src); err != nil {
 		return nil, err

@@ -85,3 +85,53 @@ func TestViewDDL(t *testing.T) {
 	execTag(t, c, "CREATE OR REPLACE VIEW crm.loop1 AS SELECT * FROM crm.loop2")
 	execErr(t, c, "SELECT * FROM crm.loop1", "54001", "")
 }
+
+// dbt's view materialization: inside one block, the new view under an
+// intermediate name, the old one renamed to a backup (with ALTER TABLE),
+// the intermediate renamed to the model's name; the backup dropped after.
+func TestViewMaterializationInBlock(t *testing.T) {
+	e := newEnv(t)
+	appendPeople(t, e.createPeople(t, "crm", "people"), people(4)...)
+	c := e.admin(t)
+	run := func(where string) {
+		execTag(t, c, "BEGIN")
+		execTag(t, c, `drop view if exists "floe"."crm"."v__dbt_tmp" cascade`)
+		execTag(t, c, `create view "floe"."crm"."v__dbt_tmp" as (select id from crm.people where `+where+`)`)
+		if e.viewExists(t, "v") {
+			execTag(t, c, `alter table "floe"."crm"."v" rename to "v__dbt_backup"`)
+		}
+		execTag(t, c, `alter table "floe"."crm"."v__dbt_tmp" rename to "v"`)
+		// Inside the block the names are as the block left them.
+		mustRows(t, c, `SELECT id FROM crm.v`)
+		execTag(t, c, "COMMIT")
+		execTag(t, c, `drop view if exists "floe"."crm"."v__dbt_backup" cascade`)
+	}
+	run("id > 1")
+	if n := len(mustRows(t, c, "SELECT id FROM crm.v")); n != 3 {
+		t.Fatalf("first run: %d rows", n)
+	}
+	run("id > 2")
+	if n := len(mustRows(t, c, "SELECT * FROM crm.v")); n != 2 {
+		t.Fatalf("rerun: %d rows", n)
+	}
+	if e.viewExists(t, "v__dbt_tmp") || e.viewExists(t, "v__dbt_backup") {
+		t.Fatal("intermediate or backup view left")
+	}
+	// A rolled-back block creates, renames and drops no view.
+	execTag(t, c, "BEGIN")
+	execTag(t, c, "CREATE VIEW crm.w AS SELECT 1 AS a")
+	execTag(t, c, "ALTER VIEW crm.v RENAME TO v2")
+	execTag(t, c, "ROLLBACK")
+	if e.viewExists(t, "w") || !e.viewExists(t, "v") || e.viewExists(t, "v2") {
+		t.Fatal("a rolled-back block changed views")
+	}
+}
+
+func (e *env) viewExists(t *testing.T, name string) bool {
+	t.Helper()
+	ok, err := e.f.App.Catalog().Exists(context.Background(), e.f.Warehouse, catalog.Ident{Namespace: catalog.Namespace{"crm"}, Name: name}, catalog.KindView)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}

@@ -40,8 +40,9 @@ type txnState struct {
 	order   []*stagedTable
 	// Renames and drops of the block, in order (see txnops.go).
 	gone  map[string]bool          // names renamed away or dropped
-	alias map[string]catalog.Ident // a renamed table's name -> its catalog name
+	alias map[string]catalog.Ident // a renamed table's or view's name -> its catalog name
 	ops   []txnOp
+	views []*stagedView // views created, by their current names
 }
 
 // stagedTable is one table as the transaction sees it.
@@ -285,11 +286,8 @@ func (ss *session) commitTxn(ctx context.Context, t *txnState) ([]string, error)
 	if len(commits) == 0 && len(ops) == 0 {
 		return written, nil
 	}
-	if len(ops) > 0 {
-		if wh != "" && t.ops[0].wh != wh {
-			return nil, unsupported("a transaction may change tables of one database (warehouse) only")
-		}
-		wh = t.ops[0].wh
+	if wh == "" {
+		wh = ss.e.opts.Warehouse // the only one names resolve to
 	}
 	for _, tc := range commits {
 		// The catalog keeps the committed metadata: it must not hold the
@@ -304,6 +302,9 @@ func (ss *session) commitTxn(ctx context.Context, t *txnState) ([]string, error)
 		return nil, err
 	}
 	written = append(written, ss.afterOps(ctx, t)...)
+	for _, v := range t.views {
+		ss.owned(ctx, authz.View(v.wh, v.id))
+	}
 	for _, st := range created {
 		ss.owned(ctx, authz.Table(st.wh, st.id))
 	}

@@ -30,19 +30,64 @@ type txnOp struct {
 	op catalog.EntityOp
 }
 
-// exists reports whether table id exists as the transaction sees it.
+// stagedView is a view the transaction created: its metadata is written,
+// the catalog creates it at COMMIT.
+type stagedView struct {
+	wh  string
+	id  catalog.Ident
+	sql string
+	loc string // its metadata (catalog.StageView)
+}
+
+// exists reports whether the name id is taken, as the transaction sees it.
 func (t *txnState) exists(ctx context.Context, wh string, id catalog.Ident) (bool, error) {
+	k, err := t.kind(ctx, wh, id)
+	return k != "", err
+}
+
+// view returns the view the transaction created named id, or nil.
+func (t *txnState) view(wh string, id catalog.Ident) *stagedView {
+	key := txnKey(wh, id)
+	for _, v := range t.views {
+		if txnKey(v.wh, v.id) == key {
+			return v
+		}
+	}
+	return nil
+}
+
+// kind returns what the name id is as the transaction sees it, with the
+// catalog's name of it: a table, a view or nothing ("").
+func (t *txnState) kind(ctx context.Context, wh string, id catalog.Ident) (catalog.Kind, error) {
 	key := txnKey(wh, id)
 	if _, ok := t.tables[key]; ok {
-		return true, nil
+		return catalog.KindTable, nil
+	}
+	if t.view(wh, id) != nil {
+		return catalog.KindView, nil
 	}
 	if t.gone[key] {
-		return false, nil
+		return "", nil
 	}
-	if _, ok := t.alias[key]; ok {
-		return true, nil
+	orig := id
+	if a, ok := t.alias[key]; ok {
+		orig = a
 	}
-	return t.ss.e.opts.DDL.Exists(ctx, wh, id, catalog.KindTable)
+	return catalogKind(ctx, t.ss.e.opts.DDL, wh, orig)
+}
+
+// catalogKind returns the kind of the catalog's entity named id, or "".
+func catalogKind(ctx context.Context, c DDLCatalog, wh string, id catalog.Ident) (catalog.Kind, error) {
+	for _, k := range []catalog.Kind{catalog.KindTable, catalog.KindView} {
+		ok, err := c.Exists(ctx, wh, id, k)
+		if err != nil || ok {
+			if err != nil {
+				return "", err
+			}
+			return k, nil
+		}
+	}
+	return "", nil
 }
 
 // unstage forgets a staged table (renamed away or dropped).
@@ -53,16 +98,19 @@ func (t *txnState) unstage(st *stagedTable) {
 
 // entityOps returns the ops to commit.
 func (t *txnState) entityOps() []catalog.EntityOp {
-	out := make([]catalog.EntityOp, 0, len(t.ops))
+	out := make([]catalog.EntityOp, 0, len(t.ops)+len(t.views))
 	for _, o := range t.ops {
 		out = append(out, o.op)
+	}
+	for _, v := range t.views {
+		out = append(out, catalog.EntityOp{Kind: catalog.KindView, Ident: v.id, CreateAt: v.loc})
 	}
 	return out
 }
 
 // roomForOp fails when the block holds as many staged changes as it may.
 func (t *txnState) roomForOp() error {
-	if len(t.ops)+len(t.order) >= t.max {
+	if len(t.ops)+len(t.order)+len(t.views) >= t.max {
 		return &pgwire.Error{Code: pgwire.CodeProgramLimitExceeded,
 			Message: fmt.Sprintf("a transaction may change at most %d tables (sql_max_transaction_statements); commit in smaller transactions", t.max)}
 	}
@@ -98,12 +146,16 @@ func (ss *session) afterOps(ctx context.Context, t *txnState) []string {
 	var written []string
 	g := ss.e.opts.Grants
 	for _, o := range t.ops {
-		from := authz.Table(o.wh, o.op.Ident)
+		sec := authz.Table
+		if o.op.Kind == catalog.KindView {
+			sec = authz.View
+		}
+		from := sec(o.wh, o.op.Ident)
 		written = append(written, o.wh+"."+o.op.Ident.String())
 		if o.op.RenameTo != nil {
 			written = append(written, o.wh+"."+o.op.RenameTo.String())
 			if g != nil {
-				if _, err := g.MoveGrantsOn(ctx, from, authz.Table(o.wh, *o.op.RenameTo)); err != nil {
+				if _, err := g.MoveGrantsOn(ctx, from, sec(o.wh, *o.op.RenameTo)); err != nil {
 					ss.e.log.ErrorContext(ctx, "sql: cannot move the grants of a renamed table", "err", err)
 				}
 			}
@@ -150,6 +202,9 @@ func (ss *session) renameInBlock(ctx context.Context, t *txnState, d *ddlParsed)
 	st, err := t.entry(ctx, wh, from)
 	if err != nil {
 		if floe.KindOf(err) == floe.NotFound {
+			if k, kerr := t.kind(ctx, wh, from); kerr == nil && k == catalog.KindView {
+				return ss.renameViewInBlock(ctx, t, wh, from, to)
+			}
 			if d.ifExists {
 				return nil, nil
 			}
@@ -235,4 +290,78 @@ func (ss *session) dropInBlock(ctx context.Context, t *txnState, d *ddlParsed) (
 	delete(t.alias, key)
 	t.gone[key] = true
 	return []string{wh + "." + id.String()}, nil
+}
+
+// renameViewInBlock stages a rename of view from (ALTER VIEW, or ALTER
+// TABLE as dbt sends it).
+func (ss *session) renameViewInBlock(ctx context.Context, t *txnState, wh string, from, to catalog.Ident) ([]string, error) {
+	if v := t.view(wh, from); v == nil {
+		if err := ss.require(ctx, authz.Drop, authz.View(wh, t.catalogName(wh, from))); err != nil {
+			return nil, err
+		}
+	}
+	if err := ss.require(ctx, authz.CreateView, authz.NamespaceOf(wh, to.Namespace)); err != nil {
+		return nil, err
+	}
+	taken, err := t.exists(ctx, wh, to)
+	if err != nil {
+		return nil, err
+	}
+	if taken {
+		return nil, &pgwire.Error{Code: pgwire.CodeDuplicateTable, Message: fmt.Sprintf("relation %q already exists", to.String())}
+	}
+	fromKey, toKey := txnKey(wh, from), txnKey(wh, to)
+	if v := t.view(wh, from); v != nil {
+		v.id = to
+	} else {
+		if err := t.roomForOp(); err != nil {
+			return nil, err
+		}
+		next := to
+		t.ops = append(t.ops, txnOp{wh: wh, op: catalog.EntityOp{Kind: catalog.KindView, Ident: from, RenameTo: &next}})
+		t.alias[toKey] = t.catalogName(wh, from)
+		delete(t.alias, fromKey)
+		t.gone[fromKey] = true
+	}
+	delete(t.gone, toKey)
+	return []string{wh + "." + from.String(), wh + "." + to.String()}, nil
+}
+
+// catalogName returns the name the catalog has for what the transaction
+// names id.
+func (t *txnState) catalogName(wh string, id catalog.Ident) catalog.Ident {
+	if a, ok := t.alias[txnKey(wh, id)]; ok {
+		return a
+	}
+	return id
+}
+
+// dropViewInBlock stages DROP VIEW.
+func (ss *session) dropViewInBlock(ctx context.Context, t *txnState, wh string, id catalog.Ident, ifExists bool, path []string) error {
+	key := txnKey(wh, id)
+	if v := t.view(wh, id); v != nil {
+		t.views = slices.DeleteFunc(t.views, func(o *stagedView) bool { return o == v })
+		t.gone[key] = true
+		return nil
+	}
+	k, err := t.kind(ctx, wh, id)
+	if err != nil {
+		return err
+	}
+	if k != catalog.KindView {
+		if ifExists {
+			return nil
+		}
+		return undefinedTable(path, floe.E(floe.NotFound, "view", "View does not exist: %s", id))
+	}
+	if err := ss.require(ctx, authz.Drop, authz.View(wh, t.catalogName(wh, id))); err != nil {
+		return err
+	}
+	if err := t.roomForOp(); err != nil {
+		return err
+	}
+	t.ops = append(t.ops, txnOp{wh: wh, op: catalog.EntityOp{Kind: catalog.KindView, Ident: id}})
+	delete(t.alias, key)
+	t.gone[key] = true
+	return nil
 }

@@ -50,9 +50,6 @@ func (ss *session) views() (viewCatalog, error) {
 
 // runViewDDL runs CREATE VIEW, DROP VIEW and ALTER VIEW.
 func (ss *session) runViewDDL(ctx context.Context, d *ddlParsed) (read []string, err error) {
-	if ss.pg.TxStatus() == pgwire.TxInBlock {
-		return nil, notInBlock(d.kind.String())
-	}
 	vc, err := ss.views()
 	if err != nil {
 		return nil, err
@@ -60,6 +57,12 @@ func (ss *session) runViewDDL(ctx context.Context, d *ddlParsed) (read []string,
 	wh, id, err := ss.tableName(d.path)
 	if err != nil {
 		return nil, err
+	}
+	if ss.pg.TxStatus() == pgwire.TxInBlock {
+		if ss.txn == nil {
+			ss.txn = newTxn(ss)
+		}
+		return ss.viewDDLInBlock(ctx, ss.txn, vc, d, wh, id)
 	}
 	s := authz.View(wh, id)
 	switch d.kind {
@@ -83,11 +86,9 @@ func (ss *session) runViewDDL(ctx context.Context, d *ddlParsed) (read []string,
 		}
 		return nil, nil
 	case ddlAlterView:
-		to := catalog.Ident{Namespace: id.Namespace, Name: d.newPath[len(d.newPath)-1]}
-		if len(d.newPath) > 1 {
-			if _, to, err = ss.tableName(d.newPath); err != nil {
-				return nil, err
-			}
+		to, err := ss.renameTarget(id, d)
+		if err != nil {
+			return nil, err
 		}
 		if err := ss.require(ctx, authz.Drop, s); err != nil {
 			return nil, err
@@ -117,31 +118,109 @@ func (ss *session) runViewDDL(ctx context.Context, d *ddlParsed) (read []string,
 	return ss.createView(ctx, vc, d, wh, id)
 }
 
-func (ss *session) createView(ctx context.Context, vc viewCatalog, d *ddlParsed, wh string, id catalog.Ident) ([]string, error) {
-	if err := ss.require(ctx, authz.CreateView, authz.NamespaceOf(wh, id.Namespace)); err != nil {
-		return nil, err
+// renameTarget resolves the new name of a rename.
+func (ss *session) renameTarget(id catalog.Ident, d *ddlParsed) (catalog.Ident, error) {
+	to := catalog.Ident{Namespace: id.Namespace, Name: d.newPath[len(d.newPath)-1]}
+	if len(d.newPath) > 1 {
+		_, id2, err := ss.tableName(d.newPath)
+		if err != nil {
+			return catalog.Ident{}, err
+		}
+		to = id2
 	}
-	// The query must run for its creator: it is planned (checked, with
-	// the creator's privileges) and its result columns are the schema.
+	return to, to.Validate()
+}
+
+// viewOf plans a view's query for its creator (checked, with the
+// creator's privileges) and returns the view's first version and schema:
+// the query's result columns.
+func (ss *session) viewOf(ctx context.Context, d *ddlParsed, id catalog.Ident) (*view.Version, []iceberg.NestedField, []string, error) {
 	sel, err := ss.prepareSelect(ctx, d.query, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	defer sel.Close()
 	fields, err := queryFields(sel, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	sc := iceberg.NewSchema(0, fields...)
 	ver := &view.Version{VersionID: 1, SchemaID: 0, TimestampMS: time.Now().UnixMilli(),
 		Summary:          view.VersionSummary{"engine-name": "floe", "floe.sql.principal": ss.pg.Identity.Principal},
 		Representations:  []view.Representation{view.NewRepresentation(d.query, viewDialect)},
 		DefaultNamespace: []string(id.Namespace)}
+	return ver, fields, sel.tables, nil
+}
+
+// viewDDLInBlock stages view DDL in a transaction block: the catalog
+// creates, renames and drops the views at COMMIT, with the block's table
+// changes.
+func (ss *session) viewDDLInBlock(ctx context.Context, t *txnState, vc viewCatalog, d *ddlParsed, wh string, id catalog.Ident) ([]string, error) {
+	switch d.kind {
+	case ddlDropView:
+		return nil, ss.dropViewInBlock(ctx, t, wh, id, d.ifExists, d.path)
+	case ddlAlterView:
+		to, err := ss.renameTarget(id, d)
+		if err != nil {
+			return nil, err
+		}
+		k, err := t.kind(ctx, wh, id)
+		if err != nil {
+			return nil, err
+		}
+		if k != catalog.KindView {
+			if d.ifExists {
+				return nil, nil
+			}
+			return nil, undefinedTable(d.path, floe.E(floe.NotFound, "view", "View does not exist: %s", id))
+		}
+		_, err = ss.renameViewInBlock(ctx, t, wh, id, to)
+		return nil, err
+	}
+	if err := ss.require(ctx, authz.CreateView, authz.NamespaceOf(wh, id.Namespace)); err != nil {
+		return nil, err
+	}
+	taken, err := t.exists(ctx, wh, id)
+	if err != nil {
+		return nil, err
+	}
+	if taken {
+		if d.orReplace {
+			return nil, notInBlock("CREATE OR REPLACE VIEW of an existing view")
+		}
+		return nil, &pgwire.Error{Code: pgwire.CodeDuplicateTable, Message: fmt.Sprintf("relation %q already exists", id.String())}
+	}
+	if err := t.roomForOp(); err != nil {
+		return nil, err
+	}
+	ver, fields, read, err := ss.viewOf(ctx, d, id)
+	if err != nil {
+		return nil, err
+	}
+	st, err := vc.(interface {
+		StageView(ctx context.Context, wh string, ns catalog.Namespace, req catalog.CreateViewRequest) (*catalog.ViewState, error)
+	}).StageView(ctx, wh, id.Namespace, catalog.CreateViewRequest{Name: id.Name, Schema: iceberg.NewSchema(0, fields...), Version: ver, Properties: map[string]string{}})
+	if err != nil {
+		return nil, err
+	}
+	t.views = append(t.views, &stagedView{wh: wh, id: id, sql: d.query, loc: st.Location})
+	delete(t.gone, txnKey(wh, id))
+	return read, nil
+}
+
+func (ss *session) createView(ctx context.Context, vc viewCatalog, d *ddlParsed, wh string, id catalog.Ident) ([]string, error) {
+	if err := ss.require(ctx, authz.CreateView, authz.NamespaceOf(wh, id.Namespace)); err != nil {
+		return nil, err
+	}
+	ver, fields, read, err := ss.viewOf(ctx, d, id)
+	if err != nil {
+		return nil, err
+	}
+	sc := iceberg.NewSchema(0, fields...)
 	_, err = vc.CreateView(ctx, wh, id.Namespace, catalog.CreateViewRequest{Name: id.Name, Schema: sc, Version: ver, Properties: map[string]string{}})
 	switch {
 	case err == nil:
 		ss.owned(ctx, authz.View(wh, id))
-		return sel.tables, nil
+		return read, nil
 	case floe.KindOf(err) == floe.NotFound && floe.EntityOf(err) == "namespace":
 		return nil, &pgwire.Error{Code: "3F000", Message: fmt.Sprintf("schema %q does not exist", id.Namespace.String()), Err: err}
 	case floe.KindOf(err) != floe.AlreadyExists:
@@ -184,7 +263,7 @@ func (ss *session) createView(ctx context.Context, vc viewCatalog, d *ddlParsed,
 	if err != nil {
 		return nil, err
 	}
-	return sel.tables, nil
+	return read, nil
 }
 
 // analyzeViews analyzes stmt with the views it names expanded; the
@@ -231,10 +310,15 @@ func (ss *session) viewSQL(ctx context.Context, vc viewCatalog, ref *tableRef) (
 	if id.Validate() != nil || ss.createdHere(wh, id) {
 		return "", nil
 	}
-	if ss.txn != nil {
-		if _, ok := ss.txn.tables[txnKey(wh, id)]; ok {
+	if t := ss.txn; t != nil {
+		key := txnKey(wh, id)
+		if _, ok := t.tables[key]; ok || t.gone[key] {
 			return "", nil
 		}
+		if v := t.view(wh, id); v != nil {
+			return v.sql, nil // the caller's own, created in the block
+		}
+		id = t.catalogName(wh, id)
 	}
 	ok, err := ss.e.opts.DDL.Exists(ctx, wh, id, catalog.KindView)
 	if err != nil || !ok {
