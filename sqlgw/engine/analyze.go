@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/floe-lake/floe/sqlgw/pgwire"
 )
 
@@ -23,6 +25,8 @@ type tableRef struct {
 	// (_row_id, _last_updated_sequence_number): a v3 table's view then
 	// has them (lineage.go).
 	lineage bool
+	// tbl is the table, when loaded while looking for views (views.go).
+	tbl *table.Table
 }
 
 // atClause is a time-travel clause: AT (VERSION => n) or AT (TIMESTAMP => 'ts').

@@ -283,6 +283,20 @@ func (ss *session) analyzeViews(ctx context.Context, stmt node, skip string) (*a
 			if skip != "" && fmt.Sprint(ref.n["query_location"]) == skip {
 				continue
 			}
+			// A table (the common case) is loaded once, here, for
+			// resolve: only a name that is no table is looked up as a view.
+			wh, id := ss.e.identOf(ref.path)
+			if id.Validate() != nil {
+				continue
+			}
+			tbl, err := ss.loadTable(ctx, wh, id)
+			if err == nil {
+				ref.tbl = tbl
+				continue
+			}
+			if floe.KindOf(err) != floe.NotFound {
+				continue // resolve reports it, after the privilege check
+			}
 			sql, err := ss.viewSQL(ctx, vc, ref)
 			if err != nil {
 				return nil, err
