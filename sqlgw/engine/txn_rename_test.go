@@ -6,6 +6,7 @@ import (
 
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/app"
 )
 
 // dbtTableMaterialization is dbt-postgres's table materialization for an
@@ -109,4 +110,22 @@ func TestTxnRenameCreatedTableAsCreator(t *testing.T) {
 	execTag(t, c, "BEGIN")
 	execErr(t, c, "DROP TABLE crm.people", "42501", "lacks DROP")
 	execTag(t, c, "ROLLBACK")
+}
+
+// The renames and drops a block stages count against
+// sql_max_transaction_statements.
+func TestTxnOpsBounded(t *testing.T) {
+	e := newEnv(t, func(c *app.Config) { c.SQLMaxTransactionStatements = 2 })
+	for _, n := range []string{"a", "b", "c"} {
+		e.createPeople(t, "crm", n)
+	}
+	c := e.admin(t)
+	execTag(t, c, "BEGIN")
+	execTag(t, c, "ALTER TABLE crm.a RENAME TO a2")
+	execTag(t, c, "DROP TABLE crm.b")
+	execErr(t, c, "ALTER TABLE crm.c RENAME TO c2", "54000", "at most 2")
+	execTag(t, c, "ROLLBACK")
+	if !e.tableExists(t, "crm", "a") || !e.tableExists(t, "crm", "b") || !e.tableExists(t, "crm", "c") {
+		t.Fatal("a rolled-back block renamed or dropped tables")
+	}
 }
