@@ -20,6 +20,9 @@ type TableCommit struct {
 	Ident        Ident
 	Requirements table.Requirements
 	Updates      table.Updates
+	// CreatedAs, for a create renamed in its transaction before the
+	// commit, is the name its location was assigned under.
+	CreatedAs *Ident
 }
 
 // staged is a commit prepared against one version of the metadata.
@@ -57,6 +60,12 @@ func (c *Catalog) CommitTransaction(ctx context.Context, wh string, commits []Ta
 }
 
 func (c *Catalog) commit(ctx context.Context, wh string, commits []TableCommit) ([]*TableState, error) {
+	return c.commitOps(ctx, wh, commits, nil)
+}
+
+// commitOps is commit with renames and drops (CommitTransactionOps).
+func (c *Catalog) commitOps(ctx context.Context, wh string, commits []TableCommit, ops []EntityOp) ([]*TableState, error) {
+	freed := freedBy(ops)
 	w, err := c.store.Warehouse(ctx, wh)
 	if err != nil {
 		return nil, err
@@ -76,7 +85,7 @@ func (c *Catalog) commit(ctx context.Context, wh string, commits []TableCommit) 
 		}
 		var swaps []Swap
 		for _, tc := range commits {
-			s, err := c.prepare(ctx, w, tc)
+			s, err := c.prepare(ctx, w, tc, freed)
 			if err != nil {
 				cleanup()
 				return nil, err
@@ -98,7 +107,11 @@ func (c *Catalog) commit(ctx context.Context, wh string, commits []TableCommit) 
 			if claim {
 				// Before the metadata file is written there: a new or moved
 				// table must not be laid over files (see checkFreshLocation).
-				assigned, _ := normalizeLocation(defaultTableLocation(w, tc.Ident, s.next.Metadata.TableUUID()))
+				as := tc.Ident
+				if tc.CreatedAs != nil {
+					as = *tc.CreatedAs
+				}
+				assigned, _ := normalizeLocation(defaultTableLocation(w, as, s.next.Metadata.TableUUID()))
 				if err := c.checkFreshLocation(ctx, w, tc.Ident, newLoc, assigned); err != nil {
 					cleanup()
 					return nil, err
@@ -112,7 +125,13 @@ func (c *Catalog) commit(ctx context.Context, wh string, commits []TableCommit) 
 			swaps = append(swaps, Swap{Warehouse: wh, Ident: tc.Ident, Kind: KindTable, Old: old, New: s.next.Location,
 				Location: newLoc, ClaimLocation: claim, Claimant: ClaimantOf(ctx)})
 		}
-		if len(swaps) > 0 {
+		if len(ops) > 0 {
+			err = c.applySteps(ctx, wh, swaps, ops)
+			if k := floe.KindOf(err); k == floe.AlreadyExists || k == floe.NotFound {
+				cleanup()
+				return nil, err
+			}
+		} else if len(swaps) > 0 {
 			err = c.store.SwapPointers(ctx, swaps)
 		}
 		if err == nil {
@@ -213,7 +232,7 @@ func (c *Catalog) finish(ctx context.Context, stages []*staged) []*TableState {
 
 // prepare validates requirements and applies updates against the current
 // metadata of one table, producing the next metadata (not yet written).
-func (c *Catalog) prepare(ctx context.Context, w Warehouse, tc TableCommit) (*staged, error) {
+func (c *Catalog) prepare(ctx context.Context, w Warehouse, tc TableCommit, freed map[string]bool) (*staged, error) {
 	create := 0
 	for _, r := range tc.Requirements {
 		if r.GetType() == "assert-create" {
@@ -228,6 +247,10 @@ func (c *Catalog) prepare(ctx context.Context, w Warehouse, tc TableCommit) (*st
 		return nil, err
 	}
 	exists := err == nil
+	if exists && create > 0 && freed[tc.Ident.Namespace.Key()+Sep+Sep+tc.Ident.Name] {
+		// Renamed away or dropped by the transaction before the create.
+		exists = false
+	}
 	if exists && ent.Kind != KindTable {
 		if create > 0 {
 			return nil, alreadyExists(KindTable, ent.Kind, tc.Ident)

@@ -32,20 +32,7 @@ type ViewCommit struct {
 // CreateView creates a view in ns.
 func (c *Catalog) CreateView(ctx context.Context, wh string, ns Namespace, req CreateViewRequest) (*ViewState, error) {
 	id := Ident{Namespace: ns, Name: req.Name}
-	if req.Schema == nil || req.Version == nil {
-		return nil, floe.E(floe.Invalid, "view", "schema and view-version are required")
-	}
-	vid, loc, err := c.placeNew(ctx, wh, id, KindView, req.Location)
-	if err != nil {
-		return nil, err
-	}
-	props := iceberg.Properties{}
-	maps.Copy(props, req.Properties)
-	md, err := newViewMetadata(req.Version, req.Schema, loc, props, vid)
-	if err != nil {
-		return nil, err
-	}
-	st, err := c.writeView(ctx, loc, "", md)
+	st, err := c.StageView(ctx, wh, ns, req)
 	if err != nil {
 		return nil, err
 	}
@@ -59,6 +46,26 @@ func (c *Catalog) CreateView(ctx context.Context, wh string, ns Namespace, req C
 		return nil, err
 	}
 	return st, nil
+}
+
+// StageView writes the first metadata of a new view without creating it:
+// a transaction creates it (EntityOp.CreateAt), or nothing does.
+func (c *Catalog) StageView(ctx context.Context, wh string, ns Namespace, req CreateViewRequest) (*ViewState, error) {
+	id := Ident{Namespace: ns, Name: req.Name}
+	if req.Schema == nil || req.Version == nil {
+		return nil, floe.E(floe.Invalid, "view", "schema and view-version are required")
+	}
+	vid, loc, err := c.placeNew(ctx, wh, id, KindView, req.Location)
+	if err != nil {
+		return nil, err
+	}
+	props := iceberg.Properties{}
+	maps.Copy(props, req.Properties)
+	md, err := newViewMetadata(req.Version, req.Schema, loc, props, vid)
+	if err != nil {
+		return nil, err
+	}
+	return c.writeView(ctx, loc, "", md)
 }
 
 func newViewMetadata(v *view.Version, sc *iceberg.Schema, loc string, props iceberg.Properties, id uuid.UUID) (md view.Metadata, err error) {

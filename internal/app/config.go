@@ -251,6 +251,14 @@ type Config struct {
 	// statements) one SQL transaction block stages before COMMIT (env
 	// FLOE_SQL_MAX_TRANSACTION_STATEMENTS, default 1000). See docs/sql.md.
 	SQLMaxTransactionStatements int `yaml:"sql_max_transaction_statements"`
+	// SQLMaxTempTables bounds the temporary tables (CREATE TEMPORARY TABLE)
+	// one SQL session holds at once (env FLOE_SQL_MAX_TEMP_TABLES, default
+	// 64). See docs/sql.md.
+	SQLMaxTempTables int `yaml:"sql_max_temp_tables"`
+	// SQLMaxTempRows bounds the rows of all temporary tables of one SQL
+	// session together (env FLOE_SQL_MAX_TEMP_ROWS, default 10000000);
+	// their bytes count against sql_memory_limit. See docs/sql.md.
+	SQLMaxTempRows int `yaml:"sql_max_temp_rows"`
 	// SQLMaxStatementTimeout bounds every SQL statement's run (env
 	// FLOE_SQL_MAX_STATEMENT_TIMEOUT, flag --sql-max-statement-timeout,
 	// default 15m): a session's statement_timeout above it, or none, is
@@ -411,6 +419,8 @@ func Defaults() Config {
 			BodyTimeout: 30 * time.Second, BodyMinRate: 64 << 10, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10},
 		SQLCacheFiles:               256,
 		SQLMaxTransactionStatements: 1000,
+		SQLMaxTempTables:            64,
+		SQLMaxTempRows:              10_000_000,
 		SQLMaxStatementTimeout:      15 * time.Minute,
 		SQLStartupTimeout:           10 * time.Second,
 		SQLMaxUnauthenticated:       512,
@@ -549,7 +559,8 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		}
 		c.AuditPruneBatch = n
 	}
-	for name, dst := range map[string]*int{"FLOE_SQL_CACHE_FILES": &c.SQLCacheFiles, "FLOE_SQL_MAX_TRANSACTION_STATEMENTS": &c.SQLMaxTransactionStatements, "FLOE_SQL_MAX_UNAUTHENTICATED": &c.SQLMaxUnauthenticated,
+	for name, dst := range map[string]*int{"FLOE_SQL_CACHE_FILES": &c.SQLCacheFiles, "FLOE_SQL_MAX_TRANSACTION_STATEMENTS": &c.SQLMaxTransactionStatements,
+		"FLOE_SQL_MAX_TEMP_TABLES": &c.SQLMaxTempTables, "FLOE_SQL_MAX_TEMP_ROWS": &c.SQLMaxTempRows, "FLOE_SQL_MAX_UNAUTHENTICATED": &c.SQLMaxUnauthenticated,
 		"FLOE_SQL_MAX_UNAUTHENTICATED_PER_IP": &c.SQLMaxUnauthenticatedPerIP, "FLOE_SQL_MAX_CONNECTIONS": &c.SQLMaxConnections,
 		"FLOE_SQL_LOGIN_FAILURES_PER_MINUTE": &c.SQLLoginFailuresPerMinute} {
 		if v := getenv(name); v != "" {
@@ -682,6 +693,8 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("sql_cache_files %d: must be at least 1", c.SQLCacheFiles)
 	case c.SQLMaxTransactionStatements < 1:
 		return fmt.Errorf("sql_max_transaction_statements %d: must be at least 1", c.SQLMaxTransactionStatements)
+	case c.SQLMaxTempTables < 1 || c.SQLMaxTempRows < 1:
+		return fmt.Errorf("sql_max_temp_tables and sql_max_temp_rows must be at least 1")
 	case c.SQLMaxStatementTimeout < 10*time.Millisecond:
 		return fmt.Errorf("sql_max_statement_timeout %s: must be at least 10ms", c.SQLMaxStatementTimeout)
 	case c.SQLStartupTimeout < 100*time.Millisecond:

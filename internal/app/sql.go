@@ -45,6 +45,8 @@ func (a *App) startSQL(ctx context.Context) error {
 		Catalog:          a.cat,
 		DDL:              a.cat,
 		MaxTxnStatements: cfg.SQLMaxTransactionStatements,
+		MaxTempTables:    cfg.SQLMaxTempTables,
+		MaxTempRows:      cfg.SQLMaxTempRows,
 		Objects:          objects,
 		CacheBytes:       cfg.SQLCacheBytes,
 		MemoryLimit:      cfg.SQLMemoryLimit,

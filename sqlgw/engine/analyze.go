@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/floe-lake/floe/sqlgw/pgwire"
 )
 
@@ -23,6 +25,8 @@ type tableRef struct {
 	// (_row_id, _last_updated_sequence_number): a v3 table's view then
 	// has them (lineage.go).
 	lineage bool
+	// tbl is the table, when loaded while looking for views (views.go).
+	tbl *table.Table
 }
 
 // atClause is a time-travel clause: AT (VERSION => n) or AT (TIMESTAMP => 'ts').
@@ -42,6 +46,9 @@ type analysis struct {
 	patched []*tableRef
 	// macros are the lazyMacros the statement calls.
 	macros map[string]bool
+	// temps are the session's temporary tables (lower case): a one-part
+	// name among them is left to DuckDB, which holds them (temp.go).
+	temps map[string]int64
 }
 
 // systemPatches complete DuckDB's pg_catalog views where psql and drivers
@@ -140,8 +147,8 @@ func unsupported(format string, args ...any) error {
 // through the engine's views: table functions, file names as tables,
 // references to DuckDB's own catalog, and functions that read the
 // environment.
-func analyze(stmt node) (*analysis, error) {
-	a := &analysis{}
+func analyze(stmt node, temps map[string]int64) (*analysis, error) {
+	a := &analysis{temps: temps}
 	if err := a.walk(stmt, nil); err != nil {
 		return nil, err
 	}
@@ -265,6 +272,9 @@ func (a *analysis) baseTable(n node, ctes []string) error {
 			if c == name && at == nil {
 				return nil
 			}
+		}
+		if _, ok := a.temps[name]; ok && at == nil {
+			return nil
 		}
 		if systemViews["pg_catalog"][name] && at == nil {
 			a.system = true

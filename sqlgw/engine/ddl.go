@@ -193,6 +193,13 @@ func (ss *session) runDDL(ctx context.Context, d *ddlParsed) (tag string, writte
 	}
 	inBlock := ss.pg.TxStatus() == pgwire.TxInBlock
 	switch {
+	case d.kind == ddlCreateView || d.kind == ddlDropView || d.kind == ddlAlterView:
+		read, err := ss.runViewDDL(ctx, d)
+		return d.kind.String(), nil, read, err
+	case d.temp:
+		return ss.createTemp(ctx, d)
+	case d.kind == ddlDropTable && len(d.path) == 1:
+		return d.kind.String(), nil, nil, ss.dropTemp(ctx, d)
 	case d.kind == ddlCreateSchema:
 		if inBlock {
 			return "", nil, nil, notInBlock("CREATE SCHEMA")
@@ -205,13 +212,21 @@ func (ss *session) runDDL(ctx context.Context, d *ddlParsed) (tag string, writte
 		return d.kind.String(), nil, nil, ss.dropSchema(ctx, d)
 	case d.kind == ddlDropTable:
 		if inBlock {
-			return "", nil, nil, notInBlock("DROP TABLE")
+			if ss.txn == nil {
+				ss.txn = newTxn(ss)
+			}
+			w, err := ss.dropInBlock(ctx, ss.txn, d)
+			return d.kind.String(), w, nil, err
 		}
 		w, err := ss.dropTable(ctx, d)
 		return d.kind.String(), w, nil, err
 	case d.kind == ddlAlterTable && d.alter == alterRename:
 		if inBlock {
-			return "", nil, nil, notInBlock("ALTER TABLE ... RENAME TO")
+			if ss.txn == nil {
+				ss.txn = newTxn(ss)
+			}
+			w, err := ss.renameInBlock(ctx, ss.txn, d)
+			return d.kind.String(), w, nil, err
 		}
 		w, err := ss.renameTable(ctx, d)
 		return d.kind.String(), w, nil, err
@@ -360,6 +375,13 @@ func (ss *session) renameTable(ctx context.Context, d *ddlParsed) ([]string, err
 			return nil, unsupported("a table cannot move to another database")
 		}
 		to = id
+	}
+	if k, err := catalogKind(ctx, ss.e.opts.DDL, wh, from); err == nil && k == catalog.KindView {
+		// ALTER TABLE ... RENAME TO of a view, as dbt sends it.
+		v := *d
+		v.kind = ddlAlterView
+		_, err := ss.runViewDDL(ctx, &v)
+		return nil, err
 	}
 	src, dst := authz.Table(wh, from), authz.Table(wh, to)
 	if err := ss.require(ctx, authz.Drop, src); err != nil {
@@ -606,14 +628,9 @@ func (ss *session) createTable(ctx context.Context, t *txnState, d *ddlParsed, w
 	if err := ss.require(ctx, authz.CreateTable, authz.NamespaceOf(wh, id.Namespace)); err != nil {
 		return "", nil, err
 	}
-	exists := false
-	if _, ok := t.tables[txnKey(wh, id)]; ok {
-		exists = true
-	} else {
-		var err error
-		if exists, err = ss.e.opts.DDL.Exists(ctx, wh, id, catalog.KindTable); err != nil {
-			return "", nil, err
-		}
+	exists, err := t.exists(ctx, wh, id)
+	if err != nil {
+		return "", nil, err
 	}
 	if exists {
 		if d.ifExists {
@@ -851,6 +868,7 @@ func (ss *session) stageCreate(ctx context.Context, t *txnState, d *ddlParsed, w
 		return err
 	}
 	t.add(st)
+	delete(t.gone, txnKey(wh, id))
 	return nil
 }
 

@@ -27,6 +27,9 @@ const (
 	ddlAlterTable
 	ddlTruncate
 	ddlComment
+	ddlCreateView
+	ddlDropView
+	ddlAlterView
 )
 
 // ddlTag is the command tag PostgreSQL answers each kind with.
@@ -46,6 +49,12 @@ func (k ddlKind) String() string {
 		return "TRUNCATE TABLE"
 	case ddlComment:
 		return "COMMENT"
+	case ddlCreateView:
+		return "CREATE VIEW"
+	case ddlDropView:
+		return "DROP VIEW"
+	case ddlAlterView:
+		return "ALTER VIEW"
 	}
 	return "?"
 }
@@ -95,6 +104,7 @@ type ddlParsed struct {
 	props       map[string]string // WITH (...), ALTER TABLE SET (...)
 	keys        []string          // ALTER TABLE RESET (...)
 	query       string            // CREATE TABLE ... AS <query>
+	temp        bool              // CREATE TEMPORARY TABLE
 	alter       alterKind
 	col         string   // the column altered, commented on, dropped or renamed
 	newName     string   // RENAME ... TO
@@ -265,6 +275,14 @@ func (p *ddlParser) create() (*ddlParsed, error) {
 	case p.accept("table"):
 		d.kind = ddlCreateTable
 		return d, p.createTable(d)
+	case p.accept("view"):
+		d.kind = ddlCreateView
+		return d, p.createView(d)
+	case (p.isWord(p.i, "temp") || p.isWord(p.i, "temporary")) && p.isWord(p.i+1, "table"):
+		p.i += 2
+		d.kind = ddlCreateTable
+		d.temp = true
+		return d, p.createTable(d)
 	case p.isWord(p.i, "temp") || p.isWord(p.i, "temporary") || p.isWord(p.i, "unlogged"):
 		return nil, unsupported("temporary and unlogged tables are not supported: every table is an Iceberg table of the catalog")
 	}
@@ -272,6 +290,32 @@ func (p *ddlParser) create() (*ddlParsed, error) {
 		return nil, syntaxError("syntax error at end of input")
 	}
 	return nil, unsupported("CREATE %s is not supported by the SQL endpoint (it runs CREATE SCHEMA and CREATE TABLE)", strings.ToUpper(p.toks[p.i].text))
+}
+
+// createView reads the rest of CREATE [OR REPLACE] VIEW name AS query.
+func (p *ddlParser) createView(d *ddlParsed) error {
+	var err error
+	if d.path, err = p.qname(); err != nil {
+		return err
+	}
+	if p.punct("(") {
+		return unsupported("CREATE VIEW with column names is not supported: name the columns in the query")
+	}
+	if !p.accept("as") {
+		return p.errAt("expected AS")
+	}
+	if p.eof() || (!p.isWord(p.i, "select") && !p.isWord(p.i, "with") && !p.isWord(p.i, "values") && !p.isWord(p.i, "from") && p.toks[p.i].text != "(") {
+		return p.errAt("expected a query after AS")
+	}
+	q, err := p.part("query", func(i int) bool { return p.toks[i].text == ";" })
+	if err != nil {
+		return err
+	}
+	if p.i < len(p.toks) {
+		return syntaxError("send one statement at a time")
+	}
+	d.query = strings.TrimSpace(q)
+	return nil
 }
 
 // createTable reads the rest of CREATE [OR REPLACE] TABLE.
@@ -722,6 +766,8 @@ func (p *ddlParser) drop() (*ddlParsed, error) {
 		d.kind = ddlDropSchema
 	case p.accept("table"):
 		d.kind = ddlDropTable
+	case p.accept("view"):
+		d.kind = ddlDropView
 	default:
 		if p.eof() {
 			return nil, syntaxError("syntax error at end of input")
@@ -751,6 +797,21 @@ func (p *ddlParser) drop() (*ddlParsed, error) {
 }
 
 func (p *ddlParser) alterTable() (*ddlParsed, error) {
+	if p.accept("view") {
+		d := &ddlParsed{kind: ddlAlterView, alter: alterRename}
+		d.ifExists = p.ifWords(false)
+		var err error
+		if d.path, err = p.qname(); err != nil {
+			return nil, err
+		}
+		if !p.accept("rename", "to") {
+			return nil, unsupported("ALTER VIEW supports RENAME TO only")
+		}
+		if d.newPath, err = p.qname(); err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
 	if !p.accept("table") {
 		if p.eof() {
 			return nil, syntaxError("syntax error at end of input")

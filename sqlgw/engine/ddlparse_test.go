@@ -103,6 +103,10 @@ func FuzzParseDDL(f *testing.F) {
 		"ALTER TABLE IF EXISTS a.b SET TBLPROPERTIES ('a' = 1)",
 		"COMMENT ON COLUMN a.b.c IS 'x''y'",
 		"DROP TABLE IF EXISTS floe.a.b PURGE",
+		"CREATE OR REPLACE VIEW a.v AS (SELECT 1 AS x)",
+		"ALTER VIEW IF EXISTS a.v RENAME TO w",
+		"DROP VIEW IF EXISTS floe.a.v CASCADE",
+		`CREATE TEMPORARY TABLE "t" AS (SELECT * FROM a.b)`,
 	} {
 		f.Add(s)
 	}

@@ -540,7 +540,7 @@ func (st *dmlStmt) targetPath(ctx context.Context) ([]string, error) {
 	if err != nil || len(stmts) != 1 {
 		return nil, syntaxError("invalid table name %s", st.d.target)
 	}
-	a, err := analyze(stmts[0])
+	a, err := analyze(stmts[0], st.ss.temps)
 	if err != nil {
 		return nil, err
 	}
@@ -856,7 +856,12 @@ func (st *dmlStmt) rewriteTree(ctx context.Context, pl *dmlPlan, text string, ta
 	if err != nil {
 		return nil, err
 	}
-	a, err := analyze(stmt)
+	at := strconv.Itoa(targetAt)
+	skip := ""
+	if targetAt >= 0 {
+		skip = at
+	}
+	a, err := ss.analyzeViews(ctx, stmt, skip)
 	if err != nil {
 		return nil, err
 	}
@@ -865,7 +870,6 @@ func (st *dmlStmt) rewriteTree(ctx context.Context, pl *dmlPlan, text string, ta
 			return nil, err
 		}
 	}
-	at := strconv.Itoa(targetAt)
 	seen := false
 	for _, ref := range a.refs {
 		if targetAt >= 0 && fmt.Sprint(ref.n["query_location"]) == at && !seen {

@@ -113,6 +113,11 @@ type Options struct {
 	// MaxTxnStatements bounds the table changes one transaction block
 	// stages (default DefaultMaxTxnStatements).
 	MaxTxnStatements int
+	// MaxTempTables bounds the temporary tables one session holds
+	// (default DefaultMaxTempTables); MaxTempRows bounds their rows
+	// together (default DefaultMaxTempRows).
+	MaxTempTables int
+	MaxTempRows   int
 	// Audit receives one event per query; nil drops them.
 	Audit func(context.Context, audit.Event)
 	// Logger receives structured logs; nil discards them.
@@ -218,7 +223,9 @@ type session struct {
 	savepoints   []string        // the transaction's savepoints (at most maxSavepoints)
 	lazyMade     map[string]bool // the lazyMacros created (at most len(lazyMacros))
 	tables       *tableCache
-	txn          *txnState // the open transaction block's staged changes
+	txn          *txnState        // the open transaction block's staged changes
+	temps        map[string]int64 // temporary tables (lower case) and their rows (temp.go)
+	tempRows     int64
 }
 
 // StartSession opens the session's DuckDB database.
@@ -484,6 +491,7 @@ type selectStmt struct {
 	paramOIDs []uint32
 
 	stmt     *duckdb.Stmt
+	query    string // the rewritten query stmt was prepared from
 	sig      string // the views it was prepared with
 	tables   []string
 	filtered bool
@@ -503,7 +511,7 @@ func (st *selectStmt) plan(ctx context.Context) error {
 	if err := unmarshalTree(st.tree, &stmt); err != nil {
 		return err
 	}
-	a, err := analyze(stmt)
+	a, err := ss.analyzeViews(ctx, stmt, "")
 	if err != nil {
 		return err
 	}
@@ -584,6 +592,7 @@ func (st *selectStmt) plan(ctx context.Context) error {
 		return err
 	}
 	st.closeDuck()
+	st.query = query
 	st.stmt, st.sig, st.tables, st.filtered, st.pins = stmtD, sig.String(), tables, filtered, pins
 	st.params, st.cols, st.convs = params, cols, convs
 	return nil

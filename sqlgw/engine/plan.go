@@ -61,7 +61,10 @@ func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *
 			return nil, err
 		}
 	}
-	tbl, err := ss.loadTable(ctx, wh, id)
+	tbl, err := ref.tbl, error(nil)
+	if tbl == nil {
+		tbl, err = ss.loadTable(ctx, wh, id)
+	}
 	if err != nil {
 		if floe.KindOf(err) == floe.NotFound {
 			return nil, &pgwire.Error{Code: pgwire.CodeUndefinedTable, Message: fmt.Sprintf("relation %q does not exist", strings.Join(ref.path, ".")), Err: err}

@@ -38,19 +38,28 @@ type txnState struct {
 	commits int // staged table commits so far
 	tables  map[string]*stagedTable
 	order   []*stagedTable
+	// Renames and drops of the block, in order (see txnops.go).
+	gone  map[string]bool          // names renamed away or dropped
+	alias map[string]catalog.Ident // a renamed table's or view's name -> its catalog name
+	ops   []txnOp
+	views []*stagedView // views created, by their current names
 }
 
 // stagedTable is one table as the transaction sees it.
 type stagedTable struct {
-	wh      string
-	id      catalog.Ident
-	created bool           // created by the transaction
-	base    table.Metadata // the catalog's metadata when first read (nil when created)
-	meta    table.Metadata // as staged
-	metaLoc string         // the catalog's metadata location ("" when created)
-	fsF     table.FSysF
-	reqs    []table.Requirement // of a create or replace
-	updates []table.Update
+	wh   string
+	id   catalog.Ident // the name in the transaction
+	orig catalog.Ident // the catalog's name (of a table not created)
+	// createdAs is the name a created table was laid out under, once it
+	// was renamed in the transaction.
+	createdAs *catalog.Ident
+	created   bool           // created by the transaction
+	base      table.Metadata // the catalog's metadata when first read (nil when created)
+	meta      table.Metadata // as staged
+	metaLoc   string         // the catalog's metadata location ("" when created)
+	fsF       table.FSysF
+	reqs      []table.Requirement // of a create or replace
+	updates   []table.Update
 }
 
 func newTxn(ss *session) *txnState {
@@ -58,7 +67,7 @@ func newTxn(ss *session) *txnState {
 	if max <= 0 {
 		max = DefaultMaxTxnStatements
 	}
-	return &txnState{ss: ss, max: max, tables: map[string]*stagedTable{}}
+	return &txnState{ss: ss, max: max, tables: map[string]*stagedTable{}, gone: map[string]bool{}, alias: map[string]catalog.Ident{}}
 }
 
 func txnKey(wh string, id catalog.Ident) string {
@@ -97,14 +106,22 @@ func (t *txnState) load(ctx context.Context, wh string, id catalog.Ident) (*tabl
 // committed, as PostgreSQL's default; such an entry is kept only when a
 // change is staged on it, and its metadata then fences the commit).
 func (t *txnState) entry(ctx context.Context, wh string, id catalog.Ident) (*stagedTable, error) {
-	if st, ok := t.tables[txnKey(wh, id)]; ok {
+	key := txnKey(wh, id)
+	if st, ok := t.tables[key]; ok {
 		return st, nil
 	}
-	tbl, err := t.ss.e.opts.Tables.LoadTable(ctx, wh, id)
+	if t.gone[key] {
+		return nil, floe.E(floe.NotFound, "table", "Table does not exist: %s (renamed or dropped in this transaction)", id)
+	}
+	orig := id
+	if a, ok := t.alias[key]; ok {
+		orig = a
+	}
+	tbl, err := t.ss.e.opts.Tables.LoadTable(ctx, wh, orig)
 	if err != nil {
 		return nil, err
 	}
-	return &stagedTable{wh: wh, id: id, base: tbl.Metadata(), meta: tbl.Metadata(), metaLoc: tbl.MetadataLocation(), fsF: tbl.FS}, nil
+	return &stagedTable{wh: wh, id: id, orig: orig, base: tbl.Metadata(), meta: tbl.Metadata(), metaLoc: tbl.MetadataLocation(), fsF: tbl.FS}, nil
 }
 
 // roomForTable fails when the transaction changes as many tables as it
@@ -255,26 +272,38 @@ func (ss *session) commitTxn(ctx context.Context, t *txnState) ([]string, error)
 		if reqs == nil {
 			reqs = st.fenced()
 		}
-		commits = append(commits, catalog.TableCommit{Ident: st.id, Requirements: reqs, Updates: st.updates})
+		name := st.id
+		if !st.created {
+			name = st.orig // renames apply after the table commits
+		}
+		commits = append(commits, catalog.TableCommit{Ident: name, Requirements: reqs, Updates: st.updates, CreatedAs: st.createdAs})
 		written = append(written, st.wh+"."+st.id.String())
 		if st.created {
 			created = append(created, st)
 		}
 	}
-	if len(commits) == 0 {
+	ops := t.entityOps()
+	if len(commits) == 0 && len(ops) == 0 {
 		return written, nil
+	}
+	if wh == "" {
+		wh = ss.e.opts.Warehouse // the only one names resolve to
 	}
 	for _, tc := range commits {
 		// The catalog keeps the committed metadata: it must not hold the
 		// staging transactions' builders through the snapshots' pointers.
 		lake.DetachSnapshots(tc.Updates)
 	}
-	if err := ss.e.opts.DDL.CommitTransaction(ctx, wh, commits); err != nil {
+	if err := ss.commitCatalog(ctx, wh, commits, ops); err != nil {
 		if floe.KindOf(err) == floe.Conflict {
 			return nil, &pgwire.Error{Code: pgwire.CodeSerializationFailure,
 				Message: "could not commit the transaction: a table it changes was changed concurrently; nothing was committed, run it again", Err: err}
 		}
 		return nil, err
+	}
+	written = append(written, ss.afterOps(ctx, t)...)
+	for _, v := range t.views {
+		ss.owned(ctx, authz.View(v.wh, v.id))
 	}
 	for _, st := range created {
 		ss.owned(ctx, authz.Table(st.wh, st.id))

@@ -609,6 +609,18 @@ func (s *Store) DeleteEntity(ctx context.Context, wh string, id catalog.Ident, k
 	}
 	e := catalog.Entity{Warehouse: wh, Ident: id, Kind: kind}
 	err := s.write(ctx, "delete entity", func(c conn) error {
+		return s.deleteEntity(ctx, c, &e, keep)
+	})
+	if err != nil {
+		return catalog.Entity{}, err
+	}
+	return e, nil
+}
+
+// deleteEntity is DeleteEntity inside the write transaction c.
+func (s *Store) deleteEntity(ctx context.Context, c conn, e *catalog.Entity, keep *catalog.Tombstone) error {
+	wh, id, kind := e.Warehouse, e.Ident, e.Kind
+	{
 		var at dbTime
 		var stored sql.NullString
 		err := c.queryRow(ctx, `DELETE FROM entities WHERE warehouse = ? AND namespace = ? AND name = ? AND kind = ?
@@ -651,11 +663,7 @@ func (s *Store) DeleteEntity(ctx context.Context, wh string, id catalog.Ident, k
 			return err
 		}
 		return s.queuePurge(ctx, c, wh, id, loc, e.MetadataLocation)
-	})
-	if err != nil {
-		return catalog.Entity{}, err
 	}
-	return e, nil
 }
 
 // RenameEntity moves the entity of the given kind from `from` to `to`:
@@ -667,6 +675,13 @@ func (s *Store) RenameEntity(ctx context.Context, wh string, from, to catalog.Id
 		return err
 	}
 	return s.write(ctx, "rename entity", func(c conn) error {
+		return s.renameEntity(ctx, c, wh, from, to, kind)
+	})
+}
+
+// renameEntity is RenameEntity inside the write transaction c.
+func (s *Store) renameEntity(ctx context.Context, c conn, wh string, from, to catalog.Ident, kind catalog.Kind) error {
+	{
 		var loc string
 		var tableLoc sql.NullString
 		err := c.queryRow(ctx, "SELECT metadata_location, location FROM entities WHERE warehouse = ? AND namespace = ? AND name = ? AND kind = ?"+s.d.forUpdate,
@@ -688,5 +703,47 @@ func (s *Store) RenameEntity(ctx context.Context, wh string, from, to catalog.Id
 		_, err = c.exec(ctx, "DELETE FROM entities WHERE warehouse = ? AND namespace = ? AND name = ?",
 			wh, from.Namespace.Key(), from.Name)
 		return err
+	}
+}
+
+// ApplySteps implements catalog.StepStore: swaps (as SwapPointers), renames
+// (as RenameEntity) and drops (as DeleteEntity) of wh in one transaction,
+// in the order given; the first failure undoes them all.
+func (s *Store) ApplySteps(ctx context.Context, wh string, steps []catalog.Step) error {
+	for _, st := range steps {
+		switch {
+		case st.Swap != nil:
+			if err := checkKind(st.Swap.Kind); err != nil {
+				return err
+			}
+			if st.Swap.New == "" || st.Swap.Warehouse != wh {
+				return floe.E(floe.Invalid, "commit", "invalid swap of %s", st.Swap.Ident)
+			}
+		case st.Op != nil:
+			if err := checkKind(st.Op.Kind); err != nil {
+				return err
+			}
+		default:
+			return floe.E(floe.Invalid, "commit", "empty transaction step")
+		}
+	}
+	return s.write(ctx, "apply steps", func(c conn) error {
+		now := s.d.timeArg(s.now())
+		for _, st := range steps {
+			var err error
+			switch {
+			case st.Swap != nil:
+				err = s.swap(ctx, c, *st.Swap, now)
+			case st.Op.RenameTo != nil:
+				err = s.renameEntity(ctx, c, wh, st.Op.Ident, *st.Op.RenameTo, st.Op.Kind)
+			default:
+				e := catalog.Entity{Warehouse: wh, Ident: st.Op.Ident, Kind: st.Op.Kind}
+				err = s.deleteEntity(ctx, c, &e, st.Keep)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }

@@ -1,0 +1,363 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/view"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/authz"
+	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/sqlgw/pgwire"
+)
+
+// Views (CREATE [OR REPLACE] VIEW, DROP VIEW, ALTER VIEW ... RENAME TO)
+// are Iceberg views of the catalog, as the REST catalog serves them: a
+// version with one representation of dialect "duckdb" holding the query
+// as given, the schema of the query's result columns, and the view's
+// namespace as default namespace. A query naming a view expands it: the
+// reference becomes a subquery of the view's SQL, which is then checked
+// and resolved like the rest of the statement, with the invoker's
+// privileges, row filters and masks. Reading a view needs SELECT on the
+// view and on what it reads: a view never widens access.
+
+// viewDialect is the dialect of the representations the SQL endpoint
+// writes and expands.
+const viewDialect = "duckdb"
+
+// maxViewDepth bounds the expansion of views naming views.
+const maxViewDepth = 16
+
+// viewCatalog is what views need from the catalog (*catalog.Catalog).
+type viewCatalog interface {
+	CreateView(ctx context.Context, wh string, ns catalog.Namespace, req catalog.CreateViewRequest) (*catalog.ViewState, error)
+	LoadView(ctx context.Context, wh string, id catalog.Ident) (*catalog.ViewState, error)
+	ReplaceView(ctx context.Context, wh string, id catalog.Ident, vc catalog.ViewCommit) (*catalog.ViewState, error)
+	DropView(ctx context.Context, wh string, id catalog.Ident) error
+}
+
+func (ss *session) views() (viewCatalog, error) {
+	vc, ok := ss.e.opts.DDL.(viewCatalog)
+	if !ok {
+		return nil, unsupported("views are not available on this SQL endpoint")
+	}
+	return vc, nil
+}
+
+// runViewDDL runs CREATE VIEW, DROP VIEW and ALTER VIEW.
+func (ss *session) runViewDDL(ctx context.Context, d *ddlParsed) (read []string, err error) {
+	vc, err := ss.views()
+	if err != nil {
+		return nil, err
+	}
+	wh, id, err := ss.tableName(d.path)
+	if err != nil {
+		return nil, err
+	}
+	if ss.pg.TxStatus() == pgwire.TxInBlock {
+		if ss.txn == nil {
+			ss.txn = newTxn(ss)
+		}
+		return ss.viewDDLInBlock(ctx, ss.txn, vc, d, wh, id)
+	}
+	s := authz.View(wh, id)
+	switch d.kind {
+	case ddlDropView:
+		if err := ss.require(ctx, authz.Drop, s); err != nil {
+			return nil, err
+		}
+		if err := vc.DropView(ctx, wh, id); err != nil {
+			if floe.KindOf(err) == floe.NotFound {
+				if d.ifExists {
+					return nil, nil
+				}
+				return nil, undefinedTable(d.path, err)
+			}
+			return nil, err
+		}
+		if g := ss.e.opts.Grants; g != nil {
+			if _, err := g.DeleteGrantsOn(ctx, s); err != nil {
+				ss.e.log.ErrorContext(ctx, "sql: cannot remove the grants of a dropped view", "err", err)
+			}
+		}
+		return nil, nil
+	case ddlAlterView:
+		to, err := ss.renameTarget(id, d)
+		if err != nil {
+			return nil, err
+		}
+		if err := ss.require(ctx, authz.Drop, s); err != nil {
+			return nil, err
+		}
+		if err := ss.require(ctx, authz.CreateView, authz.NamespaceOf(wh, to.Namespace)); err != nil {
+			return nil, err
+		}
+		if err := ss.e.opts.DDL.Rename(ctx, wh, id, to, catalog.KindView); err != nil {
+			switch floe.KindOf(err) {
+			case floe.NotFound:
+				if d.ifExists {
+					return nil, nil
+				}
+				return nil, undefinedTable(d.path, err)
+			case floe.AlreadyExists:
+				return nil, &pgwire.Error{Code: pgwire.CodeDuplicateTable, Message: fmt.Sprintf("relation %q already exists", to.String()), Err: err}
+			}
+			return nil, err
+		}
+		if g := ss.e.opts.Grants; g != nil {
+			if _, err := g.MoveGrantsOn(ctx, s, authz.View(wh, to)); err != nil {
+				ss.e.log.ErrorContext(ctx, "sql: cannot move the grants of a renamed view", "err", err)
+			}
+		}
+		return nil, nil
+	}
+	return ss.createView(ctx, vc, d, wh, id)
+}
+
+// renameTarget resolves the new name of a rename.
+func (ss *session) renameTarget(id catalog.Ident, d *ddlParsed) (catalog.Ident, error) {
+	to := catalog.Ident{Namespace: id.Namespace, Name: d.newPath[len(d.newPath)-1]}
+	if len(d.newPath) > 1 {
+		_, id2, err := ss.tableName(d.newPath)
+		if err != nil {
+			return catalog.Ident{}, err
+		}
+		to = id2
+	}
+	return to, to.Validate()
+}
+
+// viewOf plans a view's query for its creator (checked, with the
+// creator's privileges) and returns the view's first version and schema:
+// the query's result columns.
+func (ss *session) viewOf(ctx context.Context, d *ddlParsed, id catalog.Ident) (*view.Version, []iceberg.NestedField, []string, error) {
+	sel, err := ss.prepareSelect(ctx, d.query, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer sel.Close()
+	fields, err := queryFields(sel, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ver := &view.Version{VersionID: 1, SchemaID: 0, TimestampMS: time.Now().UnixMilli(),
+		Summary:          view.VersionSummary{"engine-name": "floe", "floe.sql.principal": ss.pg.Identity.Principal},
+		Representations:  []view.Representation{view.NewRepresentation(d.query, viewDialect)},
+		DefaultNamespace: []string(id.Namespace)}
+	return ver, fields, sel.tables, nil
+}
+
+// viewDDLInBlock stages view DDL in a transaction block: the catalog
+// creates, renames and drops the views at COMMIT, with the block's table
+// changes.
+func (ss *session) viewDDLInBlock(ctx context.Context, t *txnState, vc viewCatalog, d *ddlParsed, wh string, id catalog.Ident) ([]string, error) {
+	switch d.kind {
+	case ddlDropView:
+		return nil, ss.dropViewInBlock(ctx, t, wh, id, d.ifExists, d.path)
+	case ddlAlterView:
+		to, err := ss.renameTarget(id, d)
+		if err != nil {
+			return nil, err
+		}
+		k, err := t.kind(ctx, wh, id)
+		if err != nil {
+			return nil, err
+		}
+		if k != catalog.KindView {
+			if d.ifExists {
+				return nil, nil
+			}
+			return nil, undefinedTable(d.path, floe.E(floe.NotFound, "view", "View does not exist: %s", id))
+		}
+		_, err = ss.renameViewInBlock(ctx, t, wh, id, to)
+		return nil, err
+	}
+	if err := ss.require(ctx, authz.CreateView, authz.NamespaceOf(wh, id.Namespace)); err != nil {
+		return nil, err
+	}
+	taken, err := t.exists(ctx, wh, id)
+	if err != nil {
+		return nil, err
+	}
+	if taken {
+		if d.orReplace {
+			return nil, notInBlock("CREATE OR REPLACE VIEW of an existing view")
+		}
+		return nil, &pgwire.Error{Code: pgwire.CodeDuplicateTable, Message: fmt.Sprintf("relation %q already exists", id.String())}
+	}
+	if err := t.roomForOp(); err != nil {
+		return nil, err
+	}
+	ver, fields, read, err := ss.viewOf(ctx, d, id)
+	if err != nil {
+		return nil, err
+	}
+	st, err := vc.(interface {
+		StageView(ctx context.Context, wh string, ns catalog.Namespace, req catalog.CreateViewRequest) (*catalog.ViewState, error)
+	}).StageView(ctx, wh, id.Namespace, catalog.CreateViewRequest{Name: id.Name, Schema: iceberg.NewSchema(0, fields...), Version: ver, Properties: map[string]string{}})
+	if err != nil {
+		return nil, err
+	}
+	t.views = append(t.views, &stagedView{wh: wh, id: id, sql: d.query, loc: st.Location})
+	delete(t.gone, txnKey(wh, id))
+	return read, nil
+}
+
+func (ss *session) createView(ctx context.Context, vc viewCatalog, d *ddlParsed, wh string, id catalog.Ident) ([]string, error) {
+	if err := ss.require(ctx, authz.CreateView, authz.NamespaceOf(wh, id.Namespace)); err != nil {
+		return nil, err
+	}
+	ver, fields, read, err := ss.viewOf(ctx, d, id)
+	if err != nil {
+		return nil, err
+	}
+	sc := iceberg.NewSchema(0, fields...)
+	_, err = vc.CreateView(ctx, wh, id.Namespace, catalog.CreateViewRequest{Name: id.Name, Schema: sc, Version: ver, Properties: map[string]string{}})
+	switch {
+	case err == nil:
+		ss.owned(ctx, authz.View(wh, id))
+		return read, nil
+	case floe.KindOf(err) == floe.NotFound && floe.EntityOf(err) == "namespace":
+		return nil, &pgwire.Error{Code: "3F000", Message: fmt.Sprintf("schema %q does not exist", id.Namespace.String()), Err: err}
+	case floe.KindOf(err) != floe.AlreadyExists:
+		return nil, err
+	}
+	if !d.orReplace || floe.EntityOf(err) != "view" {
+		return nil, &pgwire.Error{Code: pgwire.CodeDuplicateTable, Message: fmt.Sprintf("relation %q already exists", id.String()), Err: err}
+	}
+	if err := ss.require(ctx, authz.Modify, authz.View(wh, id)); err != nil {
+		return nil, err
+	}
+	cur, err := vc.LoadView(ctx, wh, id)
+	if err != nil {
+		return nil, err
+	}
+	md := cur.Metadata
+	var next int64
+	for _, v := range md.Versions() {
+		next = max(next, v.VersionID)
+	}
+	schemaID := 0
+	for _, s := range md.Schemas() {
+		schemaID = max(schemaID, s.ID+1)
+	}
+	updates := view.Updates{}
+	ver.VersionID, ver.SchemaID = next+1, schemaID
+	for _, s := range md.Schemas() {
+		if iceberg.NewSchema(s.ID, fields...).Equals(s) {
+			ver.SchemaID = s.ID // the catalog keeps one copy of a schema
+		}
+	}
+	if ver.SchemaID == schemaID {
+		updates = append(updates, view.NewAddSchemaUpdate(iceberg.NewSchema(schemaID, fields...)))
+	}
+	updates = append(updates, view.NewAddViewVersionUpdate(ver), view.NewSetCurrentVersionUpdate(-1))
+	_, err = vc.ReplaceView(ctx, wh, id, catalog.ViewCommit{
+		Requirements: view.Requirements{view.AssertViewUUID(md.ViewUUID())},
+		Updates:      updates,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return read, nil
+}
+
+// analyzeViews analyzes stmt with the views it names expanded; the
+// reference at query location skip (a DML target) stays.
+func (ss *session) analyzeViews(ctx context.Context, stmt node, skip string) (*analysis, error) {
+	for depth := 0; ; depth++ {
+		a, err := analyze(stmt, ss.temps)
+		if err != nil {
+			return nil, err
+		}
+		vc, ok := ss.e.opts.DDL.(viewCatalog)
+		if !ok {
+			return a, nil
+		}
+		expanded := false
+		for _, ref := range a.refs {
+			if skip != "" && fmt.Sprint(ref.n["query_location"]) == skip {
+				continue
+			}
+			// A table (the common case) is loaded once, here, for
+			// resolve: only a name that is no table is looked up as a view.
+			wh, id := ss.e.identOf(ref.path)
+			if id.Validate() != nil {
+				continue
+			}
+			tbl, err := ss.loadTable(ctx, wh, id)
+			if err == nil {
+				ref.tbl = tbl
+				continue
+			}
+			if floe.KindOf(err) != floe.NotFound {
+				continue // resolve reports it, after the privilege check
+			}
+			sql, err := ss.viewSQL(ctx, vc, ref)
+			if err != nil {
+				return nil, err
+			}
+			if sql == "" {
+				continue
+			}
+			if depth >= maxViewDepth {
+				return nil, &pgwire.Error{Code: "54001", Message: fmt.Sprintf("views nested more than %d deep (does view %s name itself?)", maxViewDepth, strings.Join(ref.path, "."))}
+			}
+			if err := ss.replace(ctx, ref, sql); err != nil {
+				return nil, err
+			}
+			expanded = true
+		}
+		if !expanded {
+			return a, nil
+		}
+	}
+}
+
+// viewSQL returns the SQL of the view ref names, "" when it names no view.
+func (ss *session) viewSQL(ctx context.Context, vc viewCatalog, ref *tableRef) (string, error) {
+	wh, id := ss.e.identOf(ref.path)
+	if id.Validate() != nil || ss.createdHere(wh, id) {
+		return "", nil
+	}
+	if t := ss.txn; t != nil {
+		key := txnKey(wh, id)
+		if _, ok := t.tables[key]; ok || t.gone[key] {
+			return "", nil
+		}
+		if v := t.view(wh, id); v != nil {
+			return v.sql, nil // the caller's own, created in the block
+		}
+		id = t.catalogName(wh, id)
+	}
+	ok, err := ss.e.opts.DDL.Exists(ctx, wh, id, catalog.KindView)
+	if err != nil || !ok {
+		return "", err
+	}
+	if ref.at != nil {
+		return "", unsupported("a view has no snapshots: %s cannot be read AT a version or time", strings.Join(ref.path, "."))
+	}
+	if !ss.unrestricted {
+		pol, err := ss.e.opts.Policies.Policy(ctx)
+		if err != nil {
+			return "", floe.Wrap(floe.Unavailable, err, "authorization policy unavailable")
+		}
+		if err := pol.Check(ss.sub, authz.Select, authz.View(wh, id)); err != nil {
+			return "", err
+		}
+	}
+	v, err := vc.LoadView(ctx, wh, id)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range v.Metadata.CurrentVersion().Representations {
+		if strings.EqualFold(r.Dialect, viewDialect) {
+			return r.Sql, nil
+		}
+	}
+	return "", unsupported("view %s has no %s representation (it was created by another engine)", id, viewDialect)
+}
