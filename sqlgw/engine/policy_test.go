@@ -214,7 +214,8 @@ func TestAdversarial(t *testing.T) {
 		{"CALL duckdb_tables()", "42501"},
 		{"CREATE TABLE crm.x AS SELECT * FROM crm.people", "42501"}, // no CREATE_TABLE
 		{"CREATE TABLE x AS SELECT * FROM crm.people", "3F000"},     // no schema
-		{"CREATE VIEW v AS SELECT 1", "0A000"},
+		{"CREATE VIEW v AS SELECT 1", "3F000"},                      // no schema
+		{"CREATE VIEW crm.v AS SELECT * FROM crm.people", "42501"},  // no CREATE_VIEW
 		{"CREATE MACRO m(x) AS x", "0A000"},
 		{"EXPORT DATABASE '/tmp/exp'", "42501"},
 		{"IMPORT DATABASE '/tmp/exp'", "42501"},
