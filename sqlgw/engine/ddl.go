@@ -360,21 +360,46 @@ func undefinedTable(path []string, err error) error {
 	return &pgwire.Error{Code: pgwire.CodeUndefinedTable, Message: fmt.Sprintf("relation %q does not exist", strings.Join(path, ".")), Err: err}
 }
 
-func (ss *session) renameTable(ctx context.Context, d *ddlParsed) ([]string, error) {
-	wh, from, err := ss.tableName(d.path)
+// renameNames resolves the names of ALTER ... RENAME TO: the old name, and
+// the new one (in the old name's schema unless it names one).
+func (ss *session) renameNames(d *ddlParsed) (wh string, from, to catalog.Ident, err error) {
+	wh, from, err = ss.tableName(d.path)
 	if err != nil {
-		return nil, err
+		return "", from, to, err
 	}
-	to := catalog.Ident{Namespace: from.Namespace, Name: d.newPath[len(d.newPath)-1]}
+	to = catalog.Ident{Namespace: from.Namespace, Name: d.newPath[len(d.newPath)-1]}
 	if len(d.newPath) > 1 {
 		wh2, id, err := ss.tableName(d.newPath)
 		if err != nil {
-			return nil, err
+			return "", from, to, err
 		}
 		if wh2 != wh {
-			return nil, unsupported("a table cannot move to another database")
+			return "", from, to, unsupported("a table cannot move to another database")
 		}
 		to = id
+	}
+	return wh, from, to, nil
+}
+
+// renameErr maps a failed rename's error to the client's: gone (and no
+// error) when the object was missing and IF EXISTS says to carry on.
+func renameErr(d *ddlParsed, to catalog.Ident, err error) (bool, error) {
+	switch floe.KindOf(err) {
+	case floe.NotFound:
+		if d.ifExists {
+			return true, nil
+		}
+		return false, undefinedTable(d.path, err)
+	case floe.AlreadyExists:
+		return false, &pgwire.Error{Code: pgwire.CodeDuplicateTable, Message: fmt.Sprintf("relation %q already exists", to.String()), Err: err}
+	}
+	return false, err
+}
+
+func (ss *session) renameTable(ctx context.Context, d *ddlParsed) ([]string, error) {
+	wh, from, to, err := ss.renameNames(d)
+	if err != nil {
+		return nil, err
 	}
 	if k, err := catalogKind(ctx, ss.e.opts.DDL, wh, from); err == nil && k == catalog.KindView {
 		// ALTER TABLE ... RENAME TO of a view, as dbt sends it.
@@ -400,14 +425,9 @@ func (ss *session) renameTable(ctx context.Context, d *ddlParsed) ([]string, err
 		}
 	}
 	if err := ss.e.opts.DDL.Rename(ctx, wh, from, to, catalog.KindTable); err != nil {
-		switch floe.KindOf(err) {
-		case floe.NotFound:
-			if d.ifExists {
-				return nil, nil
-			}
-			return nil, undefinedTable(d.path, err)
-		case floe.AlreadyExists:
-			return nil, &pgwire.Error{Code: pgwire.CodeDuplicateTable, Message: fmt.Sprintf("relation %q already exists", to.String()), Err: err}
+		gone, err := renameErr(d, to, err)
+		if gone {
+			return nil, nil
 		}
 		return nil, err
 	}

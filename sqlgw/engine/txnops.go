@@ -172,20 +172,9 @@ func (ss *session) afterOps(ctx context.Context, t *txnState) []string {
 
 // renameInBlock stages ALTER TABLE ... RENAME TO.
 func (ss *session) renameInBlock(ctx context.Context, t *txnState, d *ddlParsed) ([]string, error) {
-	wh, from, err := ss.tableName(d.path)
+	wh, from, to, err := ss.renameNames(d)
 	if err != nil {
 		return nil, err
-	}
-	to := catalog.Ident{Namespace: from.Namespace, Name: d.newPath[len(d.newPath)-1]}
-	if len(d.newPath) > 1 {
-		wh2, id, err := ss.tableName(d.newPath)
-		if err != nil {
-			return nil, err
-		}
-		if wh2 != wh {
-			return nil, unsupported("a table cannot move to another database")
-		}
-		to = id
 	}
 	if from.Namespace.Key() != to.Namespace.Key() {
 		return nil, notInBlock("ALTER TABLE ... RENAME TO another schema")

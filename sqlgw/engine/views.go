@@ -97,14 +97,9 @@ func (ss *session) runViewDDL(ctx context.Context, d *ddlParsed) (read []string,
 			return nil, err
 		}
 		if err := ss.e.opts.DDL.Rename(ctx, wh, id, to, catalog.KindView); err != nil {
-			switch floe.KindOf(err) {
-			case floe.NotFound:
-				if d.ifExists {
-					return nil, nil
-				}
-				return nil, undefinedTable(d.path, err)
-			case floe.AlreadyExists:
-				return nil, &pgwire.Error{Code: pgwire.CodeDuplicateTable, Message: fmt.Sprintf("relation %q already exists", to.String()), Err: err}
+			gone, err := renameErr(d, to, err)
+			if gone {
+				return nil, nil
 			}
 			return nil, err
 		}
