@@ -19,6 +19,8 @@ VENV     ?= .venv
 FLOE_BIN ?= $(CURDIR)/bin/floe
 INTEROP  := tests/interop/python
 SPARK_VENV ?= .venv-spark
+DBT_VENV ?= .venv-dbt
+DBT_REQS := tests/interop/dbt/requirements.txt
 SPARK_INTEROP := tests/interop/spark
 TRINO_INTEROP := tests/interop/trino
 PYTEST_ARGS ?=
@@ -54,8 +56,8 @@ test-go:
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # interop runs the PyIceberg suite against a freshly built bin/floe.
-interop: build $(VENV)/.requirements-installed
-	FLOE_BIN=$(FLOE_BIN) $(VENV)/bin/python -m pytest -q -p no:cacheprovider $(INTEROP) $(PYTEST_ARGS)
+interop: build $(VENV)/.requirements-installed $(DBT_VENV)/.requirements-installed
+	FLOE_BIN=$(FLOE_BIN) FLOE_DBT=$(abspath $(DBT_VENV))/bin/dbt $(VENV)/bin/python -m pytest -q -p no:cacheprovider $(INTEROP) $(PYTEST_ARGS)
 
 # The virtualenv is (re)made when missing or broken, and the pinned
 # requirements are installed again whenever requirements.txt changes.
@@ -67,6 +69,16 @@ $(VENV)/.requirements-installed: $(INTEROP)/requirements.txt
 	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -r $(INTEROP)/requirements.txt
 	@touch $@
 
+# dbt-postgres, in a virtualenv of its own, runs the dbt project of
+# tests/interop/dbt in both suites (test_dbt.py, test_spark_dbt.py).
+$(DBT_VENV)/.requirements-installed: $(DBT_REQS)
+	@if ! $(DBT_VENV)/bin/python -m pip --version >/dev/null 2>&1; then \
+		echo "creating $(DBT_VENV) with $(PYTHON)"; \
+		rm -rf $(DBT_VENV) && $(PYTHON) -m venv $(DBT_VENV); \
+	fi
+	$(DBT_VENV)/bin/python -m pip install -q --disable-pip-version-check -r $(DBT_REQS)
+	@touch $@
+
 # doctest runs every sh/sql/python block of README.md and docs/*.md against a
 # `bin/floe serve --demo` per document (tests/doctest/test_docs.py says how
 # blocks are marked skip or expect-error); needs psql, jq, curl and openssl.
@@ -75,9 +87,9 @@ doctest: build $(VENV)/.requirements-installed
 
 # interop-spark runs the Spark suite (pyspark + the Iceberg runtime from Maven
 # Central, installed by scripts/install-spark.sh) against bin/floe.
-interop-spark: build
+interop-spark: build $(DBT_VENV)/.requirements-installed
 	bash scripts/install-spark.sh $(SPARK_VENV)
-	FLOE_BIN=$(FLOE_BIN) $(SPARK_VENV)/bin/python -m pytest -q -p no:cacheprovider $(SPARK_INTEROP) $(PYTEST_ARGS)
+	FLOE_BIN=$(FLOE_BIN) FLOE_DBT=$(abspath $(DBT_VENV))/bin/dbt $(SPARK_VENV)/bin/python -m pytest -q -p no:cacheprovider $(SPARK_INTEROP) $(PYTEST_ARGS)
 
 # rck runs the Iceberg REST Compatibility Kit (1.11.0 and 1.10.1, from Maven
 # Central into ~/.m2 once) against bin/floe with the test profile
@@ -103,4 +115,4 @@ run:
 	$(GO) run ./cmd/floe serve --demo
 
 clean:
-	rm -rf bin $(VENV) $(SPARK_VENV)
+	rm -rf bin $(VENV) $(SPARK_VENV) $(DBT_VENV)

@@ -63,6 +63,8 @@ var systemPatches = map[string]string{
 	"pg_trigger":               "SELECT 0::BIGINT AS oid, 0::BIGINT AS tgrelid, 0::BIGINT AS tgparentid, ''::VARCHAR AS tgname, false AS tgisinternal, 'O' AS tgenabled WHERE false",
 	"pg_rewrite":               "SELECT 0::BIGINT AS oid, ''::VARCHAR AS rulename, 0::BIGINT AS ev_class, 'O' AS ev_enabled, '1' AS ev_type WHERE false",
 	"pg_partitioned_table":     "SELECT 0::BIGINT AS partrelid, 'r' AS partstrat WHERE false",
+	"pg_matviews":              "SELECT ''::VARCHAR AS schemaname, ''::VARCHAR AS matviewname, ''::VARCHAR AS matviewowner, NULL::VARCHAR AS tablespace, false AS hasindexes, true AS ispopulated, ''::VARCHAR AS definition WHERE false",
+	"pg_depend":                "SELECT 0::BIGINT AS classid, 0::BIGINT AS objid, 0 AS objsubid, 0::BIGINT AS refclassid, 0::BIGINT AS refobjid, 0 AS refobjsubid, 'n' AS deptype WHERE false",
 	"pg_foreign_table":         "SELECT 0::BIGINT AS ftrelid, 0::BIGINT AS ftserver, []::VARCHAR[] AS ftoptions WHERE false",
 	"pg_publication_rel":       "SELECT 0::BIGINT AS oid, 0::BIGINT AS prpubid, 0::BIGINT AS prrelid, NULL::VARCHAR AS prqual, NULL::SMALLINT[] AS prattrs WHERE false",
 	"pg_publication_namespace": "SELECT 0::BIGINT AS oid, 0::BIGINT AS pnpubid, 0::BIGINT AS pnnspid WHERE false",
@@ -112,7 +114,8 @@ var systemViews = map[string]map[string]bool{
 		"pg_inherits", "pg_roles", "pg_user", "pg_enum", "pg_range", "pg_collation", "pg_sequence",
 		"pg_policy", "pg_trigger", "pg_rewrite", "pg_statistic_ext", "pg_publication", "pg_foreign_table",
 		"pg_publication_rel", "pg_publication_namespace",
-		"pg_partitioned_table", "pg_matviews", "pg_tablespace", "pg_settings_floe", "pg_auth_members", "pg_opclass"),
+		"pg_partitioned_table", "pg_matviews", "pg_tablespace", "pg_settings_floe", "pg_auth_members", "pg_opclass",
+		"pg_depend"),
 	"information_schema": setOf("tables", "columns", "schemata", "views", "table_constraints",
 		"key_column_usage", "referential_constraints", "character_sets"),
 }
@@ -284,6 +287,15 @@ func (a *analysis) baseTable(n node, ctes []string) error {
 		return &pgwire.Error{Code: pgwire.CodeUndefinedTable,
 			Message: fmt.Sprintf("relation %q does not exist", path[0]),
 			Hint:    "Name Floe tables as namespace.table or warehouse.namespace.table."}
+	}
+	if len(path) == 3 {
+		if _, ok := systemViews[strings.ToLower(path[1])]; ok {
+			// database.information_schema.columns (dbt names the
+			// database): the system schemas are the session's own,
+			// whatever database is named.
+			n["catalog_name"] = ""
+			path = path[1:]
+		}
 	}
 	if len(path) == 2 {
 		schema := strings.ToLower(path[0])

@@ -201,10 +201,16 @@ func (ss *session) runDDL(ctx context.Context, d *ddlParsed) (tag string, writte
 	case d.kind == ddlDropTable && len(d.path) == 1:
 		return d.kind.String(), nil, nil, ss.dropTemp(ctx, d)
 	case d.kind == ddlCreateSchema:
-		if inBlock {
-			return "", nil, nil, notInBlock("CREATE SCHEMA")
+		created, err := ss.createSchema(ctx, d)
+		if err == nil && created != nil && inBlock {
+			// A namespace is no table commit: it is created at once, and
+			// dropped again if the block does not commit (see undoSchemas).
+			if ss.txn == nil {
+				ss.txn = newTxn(ss)
+			}
+			ss.txn.schemas = append(ss.txn.schemas, *created)
 		}
-		return d.kind.String(), nil, nil, ss.createSchema(ctx, d)
+		return d.kind.String(), nil, nil, err
 	case d.kind == ddlDropSchema:
 		if inBlock {
 			return "", nil, nil, notInBlock("DROP SCHEMA")
@@ -255,17 +261,19 @@ func (ss *session) runDDL(ctx context.Context, d *ddlParsed) (tag string, writte
 	return tag, written, read, err
 }
 
-func (ss *session) createSchema(ctx context.Context, d *ddlParsed) error {
+// createSchema creates the namespace d names; it returns the namespace it
+// created (nil when IF NOT EXISTS found it existing).
+func (ss *session) createSchema(ctx context.Context, d *ddlParsed) (*createdSchema, error) {
 	wh, ns, err := ss.schemaName(d.path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	container := authz.Warehouse(wh)
 	if len(ns) > 1 {
 		container = authz.NamespaceOf(wh, ns[:len(ns)-1])
 	}
 	if err := ss.require(ctx, authz.CreateNamespace, container); err != nil {
-		return err
+		return nil, err
 	}
 	props := d.props
 	if props == nil {
@@ -274,14 +282,47 @@ func (ss *session) createSchema(ctx context.Context, d *ddlParsed) error {
 	if err := ss.e.opts.DDL.CreateNamespace(ctx, wh, ns, props); err != nil {
 		if floe.KindOf(err) == floe.AlreadyExists {
 			if d.ifExists {
-				return nil
+				return nil, nil
 			}
-			return &pgwire.Error{Code: "42P06", Message: fmt.Sprintf("schema %q already exists", ns.String()), Err: err}
+			return nil, &pgwire.Error{Code: "42P06", Message: fmt.Sprintf("schema %q already exists", ns.String()), Err: err}
 		}
-		return err
+		return nil, err
 	}
 	ss.owned(ctx, authz.NamespaceOf(wh, ns))
-	return nil
+	return &createdSchema{wh: wh, ns: ns}, nil
+}
+
+// createdSchema is a namespace a transaction block created.
+type createdSchema struct {
+	wh string
+	ns catalog.Namespace
+}
+
+// undoSchemas drops the namespaces a block that did not commit created, last
+// first, as ROLLBACK would in PostgreSQL. One another session has put
+// something into since is kept (it is no longer the block's alone), as is
+// one that cannot be dropped now; both are logged.
+func (ss *session) undoSchemas(ctx context.Context, t *txnState) {
+	if t == nil || len(t.schemas) == 0 {
+		return
+	}
+	ctx = catalog.WithClaimant(ctx, catalog.Claimant{Principal: ss.sub.PrincipalID, Admin: ss.unrestricted})
+	for i := len(t.schemas) - 1; i >= 0; i-- {
+		c := t.schemas[i]
+		err := ss.e.opts.DDL.DropNamespace(ctx, c.wh, c.ns)
+		switch {
+		case err == nil:
+			if g := ss.e.opts.Grants; g != nil {
+				if _, err := g.DeleteGrantsOn(ctx, authz.NamespaceOf(c.wh, c.ns)); err != nil {
+					ss.e.log.ErrorContext(ctx, "sql: cannot remove the grants of a rolled back schema", "err", err)
+				}
+			}
+		case floe.KindOf(err) == floe.NotFound:
+		default:
+			ss.e.log.WarnContext(ctx, "sql: a schema created in a block that did not commit is kept", "schema", c.ns.String(), "err", err)
+		}
+	}
+	t.schemas = nil
 }
 
 func (ss *session) dropSchema(ctx context.Context, d *ddlParsed) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
@@ -475,11 +476,11 @@ func TestTransactionAllOrNothing(t *testing.T) {
 	if n := len(e.loadTable(t, "crm", "a").Metadata().Snapshots()); n != snapsA+2 {
 		t.Fatalf("a has %d snapshots, want %d", n, snapsA+2)
 	}
-	// Schema changes are no table commits: refused inside a block, which
-	// then fails. DROP TABLE is staged (see txn_rename_test.go): a
-	// rolled-back block drops nothing.
+	// DROP SCHEMA is no table commit: refused inside a block, which then
+	// fails (CREATE SCHEMA in a block: TestCreateSchemaInBlock). DROP TABLE
+	// is staged (see txn_rename_test.go): a rolled-back block drops nothing.
 	execTag(t, c, "BEGIN")
-	execErr(t, c, "CREATE SCHEMA inside", "25001", "transaction block")
+	execErr(t, c, "DROP SCHEMA crm", "25001", "transaction block")
 	execTag(t, c, "ROLLBACK")
 	execTag(t, c, "BEGIN")
 	execTag(t, c, "DROP TABLE crm.b")
@@ -553,5 +554,123 @@ func TestTransactionLimit(t *testing.T) {
 	// Outside a block each statement is its own transaction.
 	for i := range 5 {
 		execTag(t, c, "INSERT INTO crm.a (id) VALUES ($1)", int64(i))
+	}
+}
+
+func (e *env) namespaceExists(t *testing.T, ns string) bool {
+	t.Helper()
+	_, err := e.f.App.Catalog().LoadNamespace(context.Background(), e.f.Warehouse, catalog.Namespace{ns})
+	if floe.KindOf(err) == floe.NotFound {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+// CREATE SCHEMA inside a block (dbt sends BEGIN; CREATE SCHEMA IF NOT
+// EXISTS ...; COMMIT) creates the namespace at once; a block that does not
+// commit (ROLLBACK, a failed COMMIT, a connection closed inside it) drops
+// it again while it is empty.
+func TestCreateSchemaInBlock(t *testing.T) {
+	e := newEnv(t)
+	c := e.admin(t)
+	ctx := context.Background()
+
+	execTag(t, c, "BEGIN")
+	execTag(t, c, "CREATE SCHEMA IF NOT EXISTS kept")
+	execTag(t, c, "CREATE TABLE kept.t (id bigint)")
+	execTag(t, c, "INSERT INTO kept.t VALUES (1)")
+	execTag(t, c, "COMMIT")
+	if !e.namespaceExists(t, "kept") || len(mustRows(t, c, "SELECT * FROM kept.t")) != 1 {
+		t.Fatal("the committed block's schema or table is missing")
+	}
+
+	execTag(t, c, "BEGIN")
+	execTag(t, c, "CREATE SCHEMA gone")
+	execTag(t, c, "CREATE TABLE gone.t (id bigint)")
+	execTag(t, c, "ROLLBACK")
+	if e.namespaceExists(t, "gone") {
+		t.Fatal("ROLLBACK left the schema the block created")
+	}
+
+	// A failed statement fails the block; its ROLLBACK drops the schema.
+	execTag(t, c, "BEGIN")
+	execTag(t, c, "CREATE SCHEMA failed")
+	execErr(t, c, "SELECT * FROM failed.nothing", "42P01", "")
+	execTag(t, c, "ROLLBACK")
+	if e.namespaceExists(t, "failed") {
+		t.Fatal("the failed block's ROLLBACK left its schema")
+	}
+
+	// IF NOT EXISTS on an existing schema creates nothing, so ROLLBACK
+	// drops nothing.
+	execTag(t, c, "BEGIN")
+	execTag(t, c, "CREATE SCHEMA IF NOT EXISTS kept")
+	execTag(t, c, "ROLLBACK")
+	if !e.namespaceExists(t, "kept") {
+		t.Fatal("ROLLBACK dropped a schema the block did not create")
+	}
+
+	// A connection closed inside the block rolls it back.
+	other := e.admin(t)
+	execTag(t, other, "BEGIN")
+	execTag(t, other, "CREATE SCHEMA abandoned")
+	if !e.namespaceExists(t, "abandoned") {
+		t.Fatal("CREATE SCHEMA in a block is not visible at once")
+	}
+	if err := other.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.namespaceExists(t, "abandoned") {
+		if time.Now().After(deadline) {
+			t.Fatal("closing the connection inside the block left its schema")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// A schema another session filled meanwhile is kept.
+	execTag(t, c, "BEGIN")
+	execTag(t, c, "CREATE SCHEMA shared")
+	third := e.admin(t)
+	execTag(t, third, "CREATE TABLE shared.t (id bigint)")
+	execTag(t, c, "ROLLBACK")
+	if !e.tableExists(t, "shared", "t") {
+		t.Fatal("ROLLBACK dropped a schema another session put a table in")
+	}
+}
+
+// Views are in the session's catalog (pg_views, information_schema), and
+// the catalog views tools name (pg_matviews, pg_depend, and
+// information_schema qualified by the database) answer, as dbt-postgres
+// needs them.
+func TestSystemCatalogForDbt(t *testing.T) {
+	e := newEnv(t)
+	c := e.admin(t)
+	execTag(t, c, "CREATE SCHEMA an")
+	execTag(t, c, "CREATE TABLE an.src (id bigint, name text)")
+	execTag(t, c, "CREATE VIEW an.v AS SELECT id, upper(name) AS shout FROM an.src")
+	if rows := mustRows(t, c, "SELECT schemaname, viewname FROM pg_views WHERE schemaname ILIKE 'an'"); len(rows) != 1 || rows[0][1] != "v" {
+		t.Fatalf("pg_views: %v", rows)
+	}
+	rows := mustRows(t, c, "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = 'an' ORDER BY table_name")
+	if len(rows) != 2 || rows[0][0] != "src" || rows[1][0] != "v" || rows[1][1] != "VIEW" {
+		t.Fatalf("information_schema.tables: %v", rows)
+	}
+	rows = mustRows(t, c, `SELECT column_name, data_type FROM "floe".INFORMATION_SCHEMA.columns WHERE table_schema = 'an' AND table_name = 'v' ORDER BY ordinal_position`)
+	if len(rows) != 2 || rows[0][0] != "id" || rows[1][0] != "shout" {
+		t.Fatalf("floe.INFORMATION_SCHEMA.columns: %v", rows)
+	}
+	for _, q := range []string{"SELECT matviewname FROM pg_matviews", "SELECT objid, refobjid FROM pg_depend", "SELECT * FROM pg_catalog.pg_matviews"} {
+		if rows := mustRows(t, c, q); len(rows) != 0 {
+			t.Fatalf("%s: %v", q, rows)
+		}
+	}
+	// The view still answers queries with its own rows.
+	execTag(t, c, "INSERT INTO an.src VALUES (1, 'a')")
+	if rows := mustRows(t, c, "SELECT shout FROM an.v"); len(rows) != 1 || rows[0][0] != "A" {
+		t.Fatalf("an.v: %v", rows)
 	}
 }

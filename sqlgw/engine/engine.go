@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/duckdb/duckdb-go/v2"
@@ -263,6 +264,12 @@ func (e *Engine) EndSession(s *pgwire.Session) {
 }
 
 func (ss *session) close() {
+	if ss.txn != nil && len(ss.txn.schemas) > 0 {
+		// A connection that ends inside a block rolls it back.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ss.undoSchemas(ctx, ss.txn)
+		cancel()
+	}
 	_ = ss.conn.Close()
 	_ = ss.db.Close()
 }

@@ -19,6 +19,7 @@ type standIn struct {
 	schema string // namespace levels joined by "."
 	name   string
 	cols   []column
+	view   bool // an Iceberg view: stands in as a DuckDB view
 }
 
 // syncCatalog makes the session's stand-in tables match the tables of the
@@ -89,6 +90,11 @@ func (ss *session) syncCatalog(ctx context.Context) error {
 			tables = append(tables, standIn{schema: ns.String(), name: name, cols: cols})
 			fmt.Fprintf(&sig, "%s\x00%s\x00%s\n", ns.Key(), name, tbl.MetadataLocation())
 		}
+		views, err := ss.viewStandIns(ctx, pol, wh, ns, &sig)
+		if err != nil {
+			return err
+		}
+		tables = append(tables, views...)
 	}
 	if sig.String() == ss.catalogSig && ss.catalogSig != "" {
 		return nil
@@ -98,6 +104,44 @@ func (ss *session) syncCatalog(ctx context.Context) error {
 	}
 	ss.catalogSig = sig.String()
 	return nil
+}
+
+// viewStandIns lists the views of ns the caller may describe, with the
+// columns of their current schema, so that pg_views, information_schema
+// and tools (dbt asks whether a model's view exists) see them.
+func (ss *session) viewStandIns(ctx context.Context, pol *authz.Policy, wh string, ns catalog.Namespace, sig *strings.Builder) ([]standIn, error) {
+	vc, ok := ss.e.opts.DDL.(viewCatalog)
+	if !ok {
+		return nil, nil
+	}
+	names, err := ss.e.opts.Catalog.List(ctx, wh, ns, catalog.KindView, "", 0)
+	if err != nil {
+		if floe.KindOf(err) == floe.NotFound {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []standIn
+	for _, name := range names {
+		id := catalog.Ident{Namespace: ns, Name: name}
+		if pol != nil && pol.Check(ss.sub, authz.Describe, authz.View(wh, id)) != nil {
+			continue
+		}
+		v, err := vc.LoadView(ctx, wh, id)
+		if err != nil {
+			if floe.KindOf(err) == floe.NotFound {
+				continue
+			}
+			return nil, err
+		}
+		cols, err := columnsOf(v.Metadata.CurrentSchema())
+		if err != nil {
+			continue // a type the endpoint cannot read: leave the view out
+		}
+		out = append(out, standIn{schema: ns.String(), name: name, cols: cols, view: true})
+		fmt.Fprintf(sig, "view\x00%s\x00%s\x00%s\n", ns.Key(), name, v.Location)
+	}
+	return out, nil
 }
 
 // reservedSchemas are names DuckDB gives its own catalogs and schemas; a
@@ -153,6 +197,17 @@ func (ss *session) buildStandIns(ctx context.Context, tables []standIn) error {
 		if !made[t.schema] {
 			made[t.schema] = true
 			b.WriteString("CREATE SCHEMA " + quoteIdent(t.schema) + ";\n")
+		}
+		if t.view {
+			sel := make([]string, len(t.cols))
+			for i, c := range t.cols {
+				sel[i] = "NULL::" + c.typ + " AS " + quoteIdent(c.name)
+			}
+			if len(sel) == 0 {
+				sel = []string{"NULL AS " + quoteIdent("?column?")}
+			}
+			fmt.Fprintf(&b, "CREATE VIEW %s.%s AS SELECT %s WHERE false;\n", quoteIdent(t.schema), quoteIdent(t.name), strings.Join(sel, ", "))
+			continue
 		}
 		defs := make([]string, len(t.cols))
 		for i, c := range t.cols {

@@ -43,6 +43,8 @@ type txnState struct {
 	alias map[string]catalog.Ident // a renamed table's or view's name -> its catalog name
 	ops   []txnOp
 	views []*stagedView // views created, by their current names
+	// schemas the block created at once; dropped again unless it commits.
+	schemas []createdSchema
 }
 
 // stagedTable is one table as the transaction sees it.
@@ -323,6 +325,7 @@ func (ss *session) commitBlock(ctx context.Context, t *txnState) error {
 			"session": ss.pg.ID, "changes": t.commits}, err)
 	}
 	if err != nil {
+		ss.undoSchemas(ctx, t)
 		return ss.publicError(err, false)
 	}
 	return nil

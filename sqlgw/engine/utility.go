@@ -193,6 +193,7 @@ func (ss *session) utility(u utility) (pgwire.Statement, error) {
 			ss.pg.SetTxStatus(pgwire.TxIdle)
 			ss.savepoints = nil
 			if status == pgwire.TxFailed || u.kind == utilRollback {
+				ss.undoSchemas(ctx, t)
 				return &pgwire.StaticResult{CommandTag: "ROLLBACK"}, nil
 			}
 			if t != nil && status == pgwire.TxInBlock {
