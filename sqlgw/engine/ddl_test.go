@@ -674,3 +674,37 @@ func TestSystemCatalogForDbt(t *testing.T) {
 		t.Fatalf("an.v: %v", rows)
 	}
 }
+
+// A statement prepared before its table's columns changed answers as
+// PostgreSQL does (0A000 "cached plan must not change result type"), not
+// with an internal error; prepared again, it reads the new columns.
+func TestPreparedStatementAfterColumnChange(t *testing.T) {
+	e := newEnv(t)
+	c := e.admin(t)
+	ctx := context.Background()
+	execTag(t, c, "CREATE SCHEMA p")
+	execTag(t, c, "CREATE TABLE p.t (id bigint)")
+	execTag(t, c, "INSERT INTO p.t VALUES (1)")
+	if _, err := c.Prepare(ctx, "q", "SELECT * FROM p.t"); err != nil {
+		t.Fatal(err)
+	}
+	execTag(t, c, "INSERT INTO p.t VALUES (2)") // a new snapshot, same columns: still fine
+	if rows := mustRows(t, c, "q"); len(rows) != 2 {
+		t.Fatalf("rows %v", rows)
+	}
+	execTag(t, c, "ALTER TABLE p.t ADD COLUMN name text")
+	_, err := c.Exec(ctx, "q")
+	pe := wantCode(t, err, "0A000")
+	if pe.Message != "cached plan must not change result type" {
+		t.Fatalf("message %q", pe.Message)
+	}
+	if err := c.Deallocate(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Prepare(ctx, "q", "SELECT * FROM p.t"); err != nil {
+		t.Fatal(err)
+	}
+	if rows := mustRows(t, c, "q"); len(rows) != 2 || len(rows[0]) != 2 {
+		t.Fatalf("rows %v", rows)
+	}
+}

@@ -598,11 +598,26 @@ func (st *selectStmt) plan(ctx context.Context) error {
 		pins.release()
 		return err
 	}
+	if st.stmt != nil && !sameShape(st.cols, cols) {
+		// The client was told the result's columns when it prepared the
+		// statement; a table changed since (a column added, dropped or
+		// widened) changes them, which PostgreSQL refuses the same way.
+		_ = stmtD.Close()
+		pins.release()
+		return &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: "cached plan must not change result type",
+			Hint: "A table the prepared statement reads changed its columns: prepare the statement again."}
+	}
 	st.closeDuck()
 	st.query = query
 	st.stmt, st.sig, st.tables, st.filtered, st.pins = stmtD, sig.String(), tables, filtered, pins
 	st.params, st.cols, st.convs = params, cols, convs
 	return nil
+}
+
+// sameShape reports whether two result descriptions have the same column
+// count and types.
+func sameShape(a, b []pgwire.Column) bool {
+	return slices.EqualFunc(a, b, func(x, y pgwire.Column) bool { return x.TypeOID == y.TypeOID })
 }
 
 // replace turns a table reference node into a subquery over its view.
