@@ -467,7 +467,11 @@ func TestTransactionAllOrNothing(t *testing.T) {
 	if rows := mustRows(t, c, "SELECT name FROM crm.a WHERE id = 1"); rows[0][0] != "one" {
 		t.Fatalf("a: %v", rows)
 	}
-	if n := len(mustRows(t, c, "SELECT * FROM crm.made")); n != 3 {
+	// (Another text than the SELECT above: pgx caches that statement,
+	// prepared when made had an int column; made is now a new table with
+	// a bigint one, and a cached statement whose result type changed
+	// fails, as on PostgreSQL: TestPreparedStatementAfterColumnChange.)
+	if n := len(mustRows(t, c, "SELECT id FROM crm.made")); n != 3 {
 		t.Fatalf("made: %d rows", n)
 	}
 	if e.loadTable(t, "crm", "b").Properties()["note"] != "loaded" {

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/floe-lake/floe/authz"
@@ -46,7 +47,9 @@ func TestViewDDL(t *testing.T) {
 		t.Fatal(err)
 	}
 	ver := v.Metadata.CurrentVersion()
-	if len(ver.Representations) != 1 || ver.Representations[0].Dialect != "duckdb" || ver.Representations[0].Sql != "(select id, upper(name) as name from crm.people where id > 1)" {
+	const query = "(select id, upper(name) as name from crm.people where id > 1)"
+	if len(ver.Representations) != 2 || ver.Representations[0].Dialect != "duckdb" || ver.Representations[0].Sql != query ||
+		ver.Representations[1].Dialect != "spark" || ver.Representations[1].Sql != query {
 		t.Fatalf("representations %+v", ver.Representations)
 	}
 	if len(ver.DefaultNamespace) != 1 || ver.DefaultNamespace[0] != "crm" {
@@ -134,4 +137,52 @@ func (e *env) viewExists(t *testing.T, name string) bool {
 		t.Fatal(err)
 	}
 	return ok
+}
+
+// A view whose query means the same in Spark SQL also gets a "spark"
+// representation (quoted identifiers in backticks, the warehouse
+// qualifier dropped); any other keeps its duckdb one alone.
+func TestViewSparkRepresentation(t *testing.T) {
+	e := newEnv(t)
+	c := e.admin(t)
+	execTag(t, c, "CREATE SCHEMA vs")
+	execTag(t, c, "CREATE TABLE vs.t (id bigint, name text, amount double, stage text)")
+	for i, tc := range []struct {
+		query string
+		spark string // "" = no spark representation
+	}{
+		{`select id, name as account_name, coalesce(amount, 0) as amount from "floe"."vs"."t"`,
+			"select id, name as account_name, coalesce(amount, 0) as amount from `vs`.`t`"},
+		{`select id, count(*) as n, sum(case when lower(stage) = 'won' then amount end) as won from vs.t where amount is not null and stage in ('a', 'b') group by id`,
+			`select id, count(*) as n, sum(case when lower(stage) = 'won' then amount end) as won from vs.t where amount is not null and stage in ('a', 'b') group by id`},
+		{`select a.id, b.name from vs.t a left join vs.t b on a.id = b.id where a.name like 'x%'`,
+			`select a.id, b.name from vs.t a left join vs.t b on a.id = b.id where a.name like 'x%'`},
+		{`select * from vs.t`, `select * from vs.t`},
+		{`select cast(id as varchar) as s from vs.t`, ""},
+		{`select id::varchar as s from vs.t`, ""},
+		{`select row_number() over (order by id) as r from vs.t`, ""},
+		{`select id from vs.t limit 5`, ""},
+		{`select date_trunc('day', now()) as d from vs.t`, ""},
+		{`select concat(name, 'x') as s from vs.t`, ""},
+		{`select * exclude (name) from vs.t`, ""},
+		{`select id, count(*) as n from vs.t group by all`, ""},
+		{`select 'it''s' as s from vs.t`, ""},
+	} {
+		name := fmt.Sprintf("v%d", i)
+		execTag(t, c, "CREATE VIEW vs."+name+" AS "+tc.query)
+		v, err := e.f.App.Catalog().LoadView(context.Background(), e.f.Warehouse, catalog.Ident{Namespace: catalog.Namespace{"vs"}, Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, r := range v.Metadata.CurrentVersion().Representations {
+			got[r.Dialect] = r.Sql
+		}
+		if got["duckdb"] != tc.query {
+			t.Errorf("%s: duckdb representation %q", tc.query, got["duckdb"])
+		}
+		if got["spark"] != tc.spark {
+			t.Errorf("%s: spark representation %q, want %q", tc.query, got["spark"], tc.spark)
+		}
+	}
 }

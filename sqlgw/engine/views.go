@@ -139,9 +139,13 @@ func (ss *session) viewOf(ctx context.Context, d *ddlParsed, id catalog.Ident) (
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	reps := []view.Representation{view.NewRepresentation(d.query, viewDialect)}
+	if spark := ss.sparkView(ctx, d.query, ss.e.opts.Warehouse); spark != "" {
+		reps = append(reps, view.NewRepresentation(spark, sparkDialect))
+	}
 	ver := &view.Version{VersionID: 1, SchemaID: 0, TimestampMS: time.Now().UnixMilli(),
 		Summary:          view.VersionSummary{"engine-name": "floe", "floe.sql.principal": ss.pg.Identity.Principal},
-		Representations:  []view.Representation{view.NewRepresentation(d.query, viewDialect)},
+		Representations:  reps,
 		DefaultNamespace: []string(id.Namespace)}
 	return ver, fields, sel.tables, nil
 }

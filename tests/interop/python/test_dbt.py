@@ -66,12 +66,13 @@ def check_models(catalog, schema: str) -> None:
     assert set(ids) == set(src.column("activity_id").to_pylist())
     assert log.schema.names == ["activity_id", "account_id", "kind", "occurred_at"]
 
-    view = catalog.load_view((schema, "stg_accounts"))
-    assert [f.name for f in view.metadata.schemas[-1].fields] == [
+    md = catalog.load_view((schema, "stg_accounts")).metadata
+    cur = next(v for v in md.versions if v.version_id == md.current_version_id)
+    assert [f.name for f in next(s for s in md.schemas if s.schema_id == cur.schema_id).fields] == [
         "account_id", "account_name", "industry", "country", "region", "annual_revenue"]
-    reps = [r.root for r in view.metadata.versions[-1].representations]
-    assert [r.dialect for r in reps] == ["duckdb"]
-    assert "crm" in reps[0].sql and "accounts" in reps[0].sql
+    reps = [r.root for r in cur.representations]
+    assert [r.dialect for r in reps] == ["duckdb", "spark"]
+    assert '"crm"."accounts"' in reps[0].sql and "`crm`.`accounts`" in reps[1].sql
 
 
 def test_dbt_build_twice_and_pyiceberg_reads_the_models(floe_demo, tmp_path, unique: str) -> None:

@@ -3,9 +3,9 @@
 Spark creates three crm-shaped source tables through the REST catalog. The
 dbt project of tests/interop/dbt/crm (its sources pointed at them) is built
 by dbt-postgres through Floe's PostgreSQL-wire endpoint. Spark then reads
-the table and incremental models as Iceberg tables and finds what it
-computes itself from the sources, and lists the staging models as Iceberg
-views.
+the table and incremental models as Iceberg tables, and the staging models
+as Iceberg views (through their spark representation), and finds what it
+computes itself from the sources.
 """
 
 from __future__ import annotations
@@ -76,5 +76,15 @@ def test_spark_reads_dbt_models(spark: Any, floe: FloeServer, tmp_path: Path) ->
 
     views = {r.viewName for r in spark.sql(f"SHOW VIEWS IN {CATALOG}.{OUT}").collect()}
     assert views == {"stg_accounts", "stg_opportunities"}
+    # The view models carry a spark representation: Spark expands them.
+    got = sorted(tuple(r) for r in spark.sql(
+        f"SELECT account_id, account_name, region, annual_revenue FROM {CATALOG}.{OUT}.stg_accounts").collect())
+    want = sorted(tuple(r) for r in spark.sql(
+        f"SELECT account_id, name, region, coalesce(annual_revenue, 0) FROM {CATALOG}.{SRC}.accounts").collect())
+    assert len(got) == 30 and got == want
+    got = sorted(tuple(r) for r in spark.sql(f"SELECT opportunity_id, stage, amount FROM {CATALOG}.{OUT}.stg_opportunities").collect())
+    want = sorted(tuple(r) for r in spark.sql(
+        f"SELECT opportunity_id, lower(stage), amount FROM {CATALOG}.{SRC}.opportunities WHERE amount IS NOT NULL").collect())
+    assert len(got) == 120 - 11 and got == want
     tables = {r.tableName for r in spark.sql(f"SHOW TABLES IN {CATALOG}.{OUT}").collect()}
     assert {"account_pipeline", "activity_log"} <= tables and not any("__dbt" in t for t in tables)
