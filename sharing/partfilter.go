@@ -324,8 +324,10 @@ func lexFilter(s string) ([]filterToken, error) {
 				j++
 			}
 			op := s[i:j]
-			if op == "!" {
-				return nil, fail(i, "unexpected '!'")
+			switch op {
+			case "=", "<>", "!=", "<", "<=", ">", ">=":
+			default:
+				return nil, fail(i, "unknown operator %q", op)
 			}
 			if op == "!=" {
 				op = "<>"
