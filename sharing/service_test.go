@@ -523,8 +523,24 @@ func TestRevocationReachesCredentials(t *testing.T) {
 				t.Errorf("Revoked after = %v, %v", rev, err)
 			}
 			// A credential of another token of the same recipient is not refused.
-			if err := list.Credential(other.TokenID, other.Principal, other.PrincipalID, other.Table, list.Version()); err != nil {
+			if err := list.Credential(other.TokenID, other.Principal, other.PrincipalID, other.Table, other.Epoch); err != nil {
 				t.Errorf("another token's credential: %v", err)
+			}
+			// Revoking the share refuses what was vended to the recipient
+			// before, whatever its token; what is vended after is not refused.
+			must(t, e.svc.RevokeShare(ctx, admin, "s1", "acme"))
+			start = time.Now()
+			for list.Credential(other.TokenID, other.Principal, other.PrincipalID, other.Table, other.Epoch) == nil {
+				if time.Since(start) > time.Second {
+					t.Fatal("credential still accepted 1 s after the share was revoked")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := list.Credential(other.TokenID, other.Principal, other.PrincipalID, other.Table, other.Epoch); !errors.Is(err, revoke.ErrGrantRevoked) {
+				t.Errorf("credential after the share's revocation: %v, want ErrGrantRevoked", err)
+			}
+			if err := list.Credential(other.TokenID, other.Principal, other.PrincipalID, other.Table, list.Version()); err != nil {
+				t.Errorf("credential minted after the revocation: %v", err)
 			}
 		})
 	}
