@@ -61,7 +61,7 @@ func eachBackend(t *testing.T, fn func(t *testing.T, e *env)) {
 	}
 }
 
-func newEnv(t *testing.T, dsn string, limits sharing.Limits) *env {
+func newEnv(t testing.TB, dsn string, limits sharing.Limits) *env {
 	t.Helper()
 	ctx := t.Context()
 	clock := fakeclock.New(t0)
@@ -217,7 +217,7 @@ func TestPrivileges(t *testing.T) {
 // setup creates share s1 (crm.accounts as pub.accts with a partition
 // filter, the namespace sales) and recipient acme with the share granted,
 // and returns acme's credential.
-func (e *env) setup(t *testing.T, spec sharing.RecipientSpec) sharing.Credential {
+func (e *env) setup(t testing.TB, spec sharing.RecipientSpec) sharing.Credential {
 	t.Helper()
 	ctx := t.Context()
 	_, err := e.svc.CreateShare(ctx, admin, "s1", "", "")
