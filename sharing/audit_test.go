@@ -1,6 +1,7 @@
 package sharing_test
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
@@ -32,6 +33,13 @@ func TestRecipientEvent(t *testing.T) {
 				t.Errorf("RecipientEvent =\n%+v, want\n%+v", got, c.want)
 			}
 		})
+	}
+	// The service hands the event to its audit sink.
+	var got []audit.Event
+	svc := sharing.New(sharing.Options{Audit: func(_ context.Context, e audit.Event) { got = append(got, e) }})
+	svc.RecordRequest(t.Context(), r, sharing.RequestEvent{Action: sharing.ActionRead, Share: "s1"})
+	if len(got) != 1 || got[0].Action != "sharing.read" || got[0].Resource != "share:s1" || got[0].Detail["token_id"] != "rt_1" {
+		t.Errorf("recorded %+v", got)
 	}
 	// A refused token has no recipient: no principal.
 	if e := sharing.RecipientEvent(sharing.Recipient{}, sharing.RequestEvent{Action: sharing.ActionAuth, Outcome: audit.OutcomeUnauthenticated}); e.Principal != "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/netallow"
@@ -65,6 +66,9 @@ type Options struct {
 	Limits Limits
 	// DefaultWarehouse is the warehouse of a share created without one.
 	DefaultWarehouse string
+	// Audit records the events of recipients' requests (RecordRequest);
+	// nil records nothing.
+	Audit func(ctx context.Context, e audit.Event)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives structured logs; nil discards them.
@@ -82,6 +86,7 @@ type Service struct {
 	revs   Revocations
 	limits Limits
 	defWH  string
+	audit  func(ctx context.Context, e audit.Event)
 	now    func() time.Time
 	log    *slog.Logger
 }
@@ -95,7 +100,16 @@ func New(opts Options) *Service {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{store: opts.Store, cat: opts.Catalog, authz: opts.Authz, revs: opts.Revocations,
-		limits: opts.Limits.withDefaults(), defWH: opts.DefaultWarehouse, now: opts.Now, log: opts.Logger}
+		limits: opts.Limits.withDefaults(), defWH: opts.DefaultWarehouse, audit: opts.Audit, now: opts.Now, log: opts.Logger}
+}
+
+// RecordRequest records the audit event of a recipient's request (see
+// RecipientEvent): protocol servers call it for every request, URL
+// issuance, credential vend and read.
+func (s *Service) RecordRequest(ctx context.Context, r Recipient, e RequestEvent) {
+	if s.audit != nil {
+		s.audit(ctx, RecipientEvent(r, e))
+	}
 }
 
 // Limits returns the limits in force.

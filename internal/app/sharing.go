@@ -71,7 +71,7 @@ func (s SharingSettings) validate() error {
 // authorizer and this node's revocations.
 func (a *App) newSharing() *sharing.Service {
 	return sharing.New(sharing.Options{Store: a.store, Catalog: a.cat, Authz: a.authz, Revocations: a.revocations,
-		Limits: a.cfg.Sharing.Limits(), DefaultWarehouse: a.cfg.Warehouse, Logger: a.log})
+		Limits: a.cfg.Sharing.Limits(), DefaultWarehouse: a.cfg.Warehouse, Audit: a.events.Record, Logger: a.log})
 }
 
 // Sharing returns the sharing service: shares, recipients and, for the
