@@ -57,6 +57,11 @@ func TestShareCommands(t *testing.T) {
 	}
 	dir := t.TempDir()
 	profile := filepath.Join(dir, "acme.share")
+	// A file there already, readable by all: the token must not land in it
+	// with that mode.
+	if err := os.WriteFile(profile, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var token, tokenID string
 	readProfile := func(path string) sharing.Profile {
 		t.Helper()
