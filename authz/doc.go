@@ -16,6 +16,10 @@
 //   - DROP: drop the securable.
 //   - MANAGE_GRANTS: grant and revoke privileges on the securable and set its
 //     tags (CheckGrantAdmin, CheckTagAdmin).
+//   - CREATE_SHARE: create shares of the warehouse's objects, and recipients
+//     (package sharing); granted on a warehouse only. The creator owns the
+//     share; adding an object to it needs the right to grant SELECT on the
+//     object (MANAGE_GRANTS on it), granting it needs ownership.
 //
 // Holding any privilege on a securable implies DESCRIBE on that securable
 // (one can see what one can act on), and nothing else: SELECT does not imply

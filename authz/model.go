@@ -276,6 +276,9 @@ func (g *Grant) normalize() error {
 		}
 		g.TagExpr = e.String()
 	}
+	if warehouseLevel.Has(g.Privilege) && (g.On.Kind != KindWarehouse || g.TagExpr != "" || g.AllTables) {
+		return floe.E(floe.Invalid, "grant", "%s is granted on a warehouse only (not on a %s, a tag expression or all tables)", g.Privilege, g.On.Kind)
+	}
 	switch {
 	case g.On.IsData():
 		if g.AllTables {

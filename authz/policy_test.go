@@ -264,7 +264,7 @@ func TestEffectiveAndTags(t *testing.T) {
 	if got := p.Effective(sub("nobody"), tbl("sales.x")); got != 0 {
 		t.Errorf("Effective(nobody) = %v", got)
 	}
-	if got := p.Effective(Subject{Admin: true}, tbl("sales.x")); got.String() != "DESCRIBE, SELECT, MODIFY, ALTER, CREATE_NAMESPACE, CREATE_TABLE, CREATE_VIEW, DROP, MANAGE_GRANTS" {
+	if got := p.Effective(Subject{Admin: true}, tbl("sales.x")); got.String() != "DESCRIBE, SELECT, MODIFY, ALTER, CREATE_NAMESPACE, CREATE_TABLE, CREATE_VIEW, DROP, MANAGE_GRANTS, CREATE_SHARE" {
 		t.Errorf("Effective(admin) = %v", got)
 	}
 	got := p.EffectiveTags(TagTarget{On: tbl("sales.q1.orders"), Column: "email"})
@@ -343,7 +343,7 @@ func TestPrivilegeNames(t *testing.T) {
 	if p, err := ParsePrivilege("manage-grants"); err != nil || p != ManageGrants {
 		t.Errorf("ParsePrivilege(manage-grants) = %v, %v", p, err)
 	}
-	if _, err := ParsePrivilege("ALL"); floe.PublicMessage(err) != `unknown privilege "ALL" (want one of DESCRIBE, SELECT, MODIFY, ALTER, CREATE_NAMESPACE, CREATE_TABLE, CREATE_VIEW, DROP, MANAGE_GRANTS)` {
+	if _, err := ParsePrivilege("ALL"); floe.PublicMessage(err) != `unknown privilege "ALL" (want one of DESCRIBE, SELECT, MODIFY, ALTER, CREATE_NAMESPACE, CREATE_TABLE, CREATE_VIEW, DROP, MANAGE_GRANTS, CREATE_SHARE)` {
 		t.Errorf("ParsePrivilege(ALL) = %v", err)
 	}
 }

@@ -32,12 +32,16 @@ const (
 	// ManageGrants allows granting and revoking privileges on the securable
 	// and setting its tags.
 	ManageGrants
+	// CreateShare allows creating shares of a warehouse's objects (and
+	// recipients to grant them to); granted on a warehouse only. The
+	// creator owns the share.
+	CreateShare
 
 	numPrivileges
 )
 
 var privilegeNames = [numPrivileges]string{"DESCRIBE", "SELECT", "MODIFY", "ALTER", "CREATE_NAMESPACE",
-	"CREATE_TABLE", "CREATE_VIEW", "DROP", "MANAGE_GRANTS"}
+	"CREATE_TABLE", "CREATE_VIEW", "DROP", "MANAGE_GRANTS", "CREATE_SHARE"}
 
 // AllPrivileges lists every privilege in order.
 func AllPrivileges() []Privilege {
@@ -144,6 +148,9 @@ const (
 
 // tableLevel are the privileges that apply to a table or view.
 const tableLevel = Set(1<<Describe | 1<<Select | 1<<Modify | 1<<Drop | 1<<ManageGrants)
+
+// warehouseLevel are the privileges that only make sense on a warehouse.
+const warehouseLevel = Set(1 << CreateShare)
 
 // dataLevel are the privileges that only make sense on tables and views.
 const dataLevel = Set(1<<Select | 1<<Modify)

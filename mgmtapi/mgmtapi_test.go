@@ -393,7 +393,7 @@ func TestPrivilegesEndpoint(t *testing.T) {
 		t.Errorf("admin inspecting bob: %+v", p)
 	}
 	p = get(e.admin, "")
-	if !p.Admin || len(p.Privileges) != 9 || p.Securable.Kind != "warehouse" {
+	if !p.Admin || len(p.Privileges) != 10 || p.Securable.Kind != "warehouse" {
 		t.Errorf("admin on the warehouse: %+v", p)
 	}
 	wantError(t, e.do(t, bob, "GET", "/api/v1/privileges?principal=admin", nil), 403, "ForbiddenException",

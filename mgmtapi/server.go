@@ -1,6 +1,7 @@
 // Package mgmtapi serves Floe's management API: JSON over HTTP under
-// /api/v1/ for principals, roles, grants, tags and data filters, and the
-// troubleshooting endpoints whoami and privileges. It is an adapter over
+// /api/v1/ for principals, roles, grants, tags and data filters, shares
+// and recipients (package sharing), and the troubleshooting endpoints
+// whoami and privileges. It is an adapter over
 // package authz (decisions, grants, roles, tags) and a small principal
 // registry interface; docs/api/management.yaml describes every endpoint.
 //
@@ -90,6 +91,12 @@ type Options struct {
 	// Tombstones lists and releases the kept locations of dropped tables;
 	// nil makes the tombstone endpoints answer 406 (unsupported).
 	Tombstones Tombstoner
+	// Sharing manages shares and recipients; nil makes the sharing
+	// endpoints answer 406 (unsupported).
+	Sharing Sharing
+	// PublicURL is the URL recipients reach this server at, for their
+	// profile files; empty means the scheme and host of the request.
+	PublicURL string
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -174,7 +181,7 @@ func (h *Handler) table() []route {
 
 // routes is every operation served.
 func (h *Handler) routes() []route {
-	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes())
+	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes())
 }
 
 // Routes lists the operations served, as "METHOD /path/{param}".

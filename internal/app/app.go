@@ -26,6 +26,7 @@ import (
 	"github.com/floe-lake/floe/objstore/sse"
 	"github.com/floe-lake/floe/restcat"
 	"github.com/floe-lake/floe/revoke"
+	"github.com/floe-lake/floe/sharing"
 	"github.com/floe-lake/floe/sqlgw/rowfilter"
 	"github.com/floe-lake/floe/store/sqlstore"
 	"github.com/floe-lake/floe/vend"
@@ -80,6 +81,8 @@ type App struct {
 	// stopRevocations stops its refresh.
 	revocations     *revoke.List
 	stopRevocations func()
+	// sharing is the sharing service (see sharing.go).
+	sharing *sharing.Service
 
 	srv   *netlimit.Server
 	ln    net.Listener
@@ -161,6 +164,7 @@ func (a *App) init(ctx context.Context) error {
 	a.cat = catalog.New(a.store, io, catOpts)
 	a.rowFilters = rowfilter.New()
 	a.authz = authz.New(a.store, authz.Options{Logger: a.log, Tables: tableColumns{a.cat}, RowFilters: a.rowFilters})
+	a.sharing = a.newSharing()
 	a.oauth = oauth.New(a.auth, oauth.Options{Logger: a.log, Audit: a.audit, FailuresPerMinute: cfg.AuthFailuresPerMinute})
 	opts := restcat.Options{
 		DefaultWarehouse: cfg.Warehouse,

@@ -330,6 +330,9 @@ type Config struct {
 	// PurgeHook, if set, runs before each file a purge deletes; an error
 	// stops the run there (tests use it; not settable from YAML, env or flags).
 	PurgeHook func(ctx context.Context, file string) error `yaml:"-"`
+	// Sharing bounds shares, objects, recipients and tokens (YAML sharing;
+	// see SharingSettings and docs/sharing.md).
+	Sharing SharingSettings `yaml:"sharing"`
 }
 
 // HTTPLimits bounds what a caller can hold on an HTTP listener. Each
@@ -400,6 +403,7 @@ func Defaults() Config {
 		Maintenance:         true,
 		MaintenanceInterval: maint.DefaultInterval,
 		Purge:               defaultPurge(),
+		Sharing:             defaultSharing(),
 		SnapshotRetention:   maint.DefaultMaxSnapshotAge,
 
 		AuditExportInterval: 10 * time.Second,
@@ -620,6 +624,9 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	if err := c.Purge.loadEnv(getenv); err != nil {
 		return err
 	}
+	if err := c.Sharing.loadEnv(getenv); err != nil {
+		return err
+	}
 	if v := getenv("FLOE_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -671,6 +678,8 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("maintenance_lease_ttl %s: must not be negative", c.MaintenanceLeaseTTL)
 	case c.Purge.validate() != nil:
 		return c.Purge.validate()
+	case c.Sharing.validate() != nil:
+		return c.Sharing.validate()
 	case c.CredentialTTL < 15*time.Minute || c.CredentialTTL > 12*time.Hour:
 		return fmt.Errorf("credential_ttl %s: must be between 15m and 12h", c.CredentialTTL)
 	case c.SnapshotRetention <= 0:

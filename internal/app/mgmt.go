@@ -21,6 +21,8 @@ func (a *App) mgmtHandler() http.Handler {
 		Ingest:           a.ingest,
 		Query:            a.queryFunc(),
 		Tombstones:       a.cat,
+		Sharing:          a.sharing,
+		PublicURL:        a.cfg.PublicURL,
 		Logger:           a.log,
 	}
 	if !a.cfg.InsecureNoAuth {

@@ -43,6 +43,7 @@ func Root(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	addTableIngestCmds(root, stdout, getenv)
 	root.AddCommand(namespaceCmd(stdout, getenv))
 	addTableCatalogCmds(root, stdout, getenv)
+	root.AddCommand(shareCmd(stdout, getenv), recipientCmd(stdout, getenv))
 	return root
 }
 
@@ -136,6 +137,7 @@ floe principal create NAME --admin --data-dir DIR.`,
 	auditEvery := cmd.Flags().Duration("audit-export-interval", app.Defaults().AuditExportInterval, "how often the audit log is appended to the Iceberg table system.audit; 0 = off (env FLOE_AUDIT_EXPORT_INTERVAL)")
 	httpLimits := httpLimitFlags(cmd.Flags())
 	purgeSettings := purgeFlags(cmd.Flags())
+	sharingSettings := sharingFlags(cmd.Flags())
 	tlsSettings := tlsFlags(cmd.Flags())
 	allowlists := allowlistFlags(cmd.Flags())
 	auditKeep := cmd.Flags().Duration("audit-retention", app.Defaults().AuditRetention, "how long audit records stay in the store; older ones are pruned behind a signed checkpoint; 0 = forever (env FLOE_AUDIT_RETENTION)")
@@ -153,6 +155,7 @@ floe principal create NAME --admin --data-dir DIR.`,
 		}
 		httpLimits(&cfg)
 		purgeSettings(&cfg)
+		sharingSettings(&cfg)
 		tlsSettings(&cfg)
 		allowlists(&cfg)
 		if cmd.Flags().Changed("listen") {

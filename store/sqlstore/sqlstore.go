@@ -1,5 +1,5 @@
 // Package sqlstore is Floe's SQL metadata store: one database/sql
-// implementation of catalog.Store, auth.Store and audit.Store, plus the idempotency cache
+// implementation of catalog.Store, auth.Store, audit.Store and sharing.Store, plus the idempotency cache
 // of the REST layer, with two dialects.
 //
 //   - SQLite (modernc.org/sqlite, pure Go) for a single node: a file path or a

@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite of Floe's metadata store: every
-// method of catalog.Store, auth.Store and audit.Store and the idempotency cache, their
+// method of catalog.Store, auth.Store, audit.Store and sharing.Store and the idempotency cache, their
 // error kinds and messages, pagination, compare-and-swap under concurrency
 // and multi-swap atomicity. Run it against each backend:
 //
@@ -72,6 +72,7 @@ func Run(t *testing.T, open Opener) {
 		{"Authz", testAuthz},
 		{"ColumnBindings", testColumnBindings},
 		{"MoveGrantsOn", testMoveGrantsOn},
+		{"Sharing", testSharing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
