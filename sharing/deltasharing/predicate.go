@@ -37,13 +37,28 @@ const (
 	yes   tri = 1
 )
 
-// predicateError is a parse error of a predicate.
-type predicateError struct{ msg string }
+// predicateError is a parse error of a predicate; bound marks a predicate
+// refused for its size or depth (an error even for a best-effort hint).
+type predicateError struct {
+	msg   string
+	bound bool
+}
 
 func (e *predicateError) Error() string { return e.msg }
 
 func perr(format string, args ...any) error {
 	return &predicateError{msg: fmt.Sprintf(format, args...)}
+}
+
+// boundErr is a predicateError for a predicate past a bound.
+func boundErr(format string, args ...any) error {
+	return &predicateError{msg: fmt.Sprintf(format, args...), bound: true}
+}
+
+// isBound reports a predicate refused for its size or depth.
+func isBound(err error) bool {
+	pe, ok := err.(*predicateError)
+	return ok && pe.bound
 }
 
 // ---- jsonPredicateHints ----
@@ -60,7 +75,7 @@ type jsonNode struct {
 // nodes).
 func parseJSONPredicate(s string) (*expr, error) {
 	if len(s) > MaxPredicateBytes {
-		return nil, perr("jsonPredicateHints is longer than %d bytes", MaxPredicateBytes)
+		return nil, boundErr("jsonPredicateHints is longer than %d bytes", MaxPredicateBytes)
 	}
 	// Bound the depth before decoding (encoding/json recurses).
 	depth, maxDepth := 0, 0
@@ -82,7 +97,7 @@ func parseJSONPredicate(s string) (*expr, error) {
 		}
 	}
 	if maxDepth > 2*MaxPredicateDepth+2 {
-		return nil, perr("jsonPredicateHints is nested deeper than %d", MaxPredicateDepth)
+		return nil, boundErr("jsonPredicateHints is nested deeper than %d", MaxPredicateDepth)
 	}
 	var n jsonNode
 	if err := json.Unmarshal([]byte(s), &n); err != nil {
@@ -95,7 +110,7 @@ func parseJSONPredicate(s string) (*expr, error) {
 func fromJSON(n *jsonNode, depth int, count *int) (*expr, error) {
 	*count++
 	if depth > MaxPredicateDepth || *count > MaxPredicateNodes {
-		return nil, perr("predicate too large (at most %d nodes, %d deep)", MaxPredicateNodes, MaxPredicateDepth)
+		return nil, boundErr("predicate too large (at most %d nodes, %d deep)", MaxPredicateNodes, MaxPredicateDepth)
 	}
 	switch n.Op {
 	case "and", "or":
@@ -204,7 +219,7 @@ func ParseFilter(s string) error {
 // parseSQL parses the predicate language of ParseFilter.
 func parseSQL(s string) (*expr, error) {
 	if len(s) > MaxPredicateBytes {
-		return nil, perr("predicate is longer than %d bytes", MaxPredicateBytes)
+		return nil, boundErr("predicate is longer than %d bytes", MaxPredicateBytes)
 	}
 	toks, err := lex(s)
 	if err != nil {
@@ -287,7 +302,7 @@ func lex(s string) ([]token, error) {
 		next:
 		}
 		if len(out) > MaxPredicateNodes {
-			return nil, perr("predicate too large (at most %d tokens)", MaxPredicateNodes)
+			return nil, boundErr("predicate too large (at most %d tokens)", MaxPredicateNodes)
 		}
 	}
 	return out, nil
@@ -308,7 +323,7 @@ func (p *sqlParser) peekOp(op string) bool {
 
 func (p *sqlParser) or(depth int) (*expr, error) {
 	if depth > MaxPredicateDepth {
-		return nil, perr("predicate nested deeper than %d", MaxPredicateDepth)
+		return nil, boundErr("predicate nested deeper than %d", MaxPredicateDepth)
 	}
 	e, err := p.and(depth)
 	if err != nil {
@@ -351,7 +366,7 @@ func (p *sqlParser) and(depth int) (*expr, error) {
 
 func (p *sqlParser) unary(depth int) (*expr, error) {
 	if depth > MaxPredicateDepth {
-		return nil, perr("predicate nested deeper than %d", MaxPredicateDepth)
+		return nil, boundErr("predicate nested deeper than %d", MaxPredicateDepth)
 	}
 	switch {
 	case p.peekKw("NOT"):

@@ -180,7 +180,11 @@ func (c *call) select_(rt *resolved, l *listing, q queryRequest) ([]*fileEntry, 
 	}
 	var hints []*expr
 	for _, s := range q.PredicateHints {
-		if e, err := parseSQL(s); err == nil { // best effort: a hint we cannot read filters nothing
+		e, err := parseSQL(s)
+		if isBound(err) {
+			return nil, invalid("predicateHints: " + err.Error())
+		}
+		if err == nil { // best effort: a hint we cannot read filters nothing
 			hints = append(hints, e)
 		}
 	}
@@ -189,8 +193,7 @@ func (c *call) select_(rt *resolved, l *listing, q queryRequest) ([]*fileEntry, 
 			return nil, invalid("jsonPredicateHints is longer than " + strconv.Itoa(MaxPredicateBytes) + " bytes")
 		}
 		e, err := parseJSONPredicate(*q.JSONPredicateHints)
-		var pe *predicateError
-		if err != nil && errors.As(err, &pe) && strings.Contains(pe.msg, "too large") || err != nil && strings.Contains(err.Error(), "deeper") {
+		if isBound(err) {
 			return nil, invalid(err.Error())
 		}
 		if err == nil {
