@@ -106,7 +106,7 @@ func TestListPaging(t *testing.T) {
 			r := e.do(t, tokenAlice, "GET", p, nil)
 			must(t, r, 200)
 			var l struct {
-				Items []struct{ Name, Schema string }
+				Items         []struct{ Name, Schema string }
 				NextPageToken string
 			}
 			if err := json.Unmarshal(r.body, &l); err != nil {
