@@ -117,7 +117,7 @@ const (
 	realNS     = "crm"
 )
 
-func newEnv(t *testing.T, opts ...testkit.Option) *env {
+func newEnv(t testing.TB, opts ...testkit.Option) *env {
 	t.Helper()
 	res := newFake()
 	res.tokens[tokenAlice] = sharing.Recipient{ID: "r-alice", Name: "alice", TokenID: "tok-alice-1"}
@@ -151,7 +151,7 @@ var ordersSchema = iceberg.NewSchema(0,
 )
 
 // createOrders creates an orders table partitioned by identity(region).
-func (e *env) createOrders(t *testing.T, name string, props map[string]string) *table.Table {
+func (e *env) createOrders(t testing.TB, name string, props map[string]string) *table.Table {
 	t.Helper()
 	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Transform: iceberg.IdentityTransform{}, Name: "region"})
 	if _, err := e.f.App.Catalog().CreateTable(t.Context(), e.f.Warehouse, catalog.Namespace{realNS},

@@ -41,7 +41,8 @@ type fileEntry struct {
 	id          string
 	// partitionValues is the encoded partitionValues object.
 	partitionValues json.RawMessage
-	stats           string
+	// statsJSON is the stats string, encoded as a JSON string.
+	statsJSON []byte
 	// parts holds the file's partition values by lower-case partition
 	// field name and, for identity fields, source column name.
 	parts map[string]pval
@@ -211,7 +212,9 @@ func (h *Handler) buildListing(ctx context.Context, rt *resolved, he histEntry, 
 				pvs[p.name] = &s
 			}
 			fe.partitionValues, _ = json.Marshal(pvs)
-			fe.stats, fe.min, fe.max, fe.nulls = statsOf(sc, df)
+			var stats string
+			stats, fe.min, fe.max, fe.nulls = statsOf(sc, df)
+			fe.statsJSON = appendJSONString(nil, stats)
 			l.size += fe.size
 			l.files = append(l.files, fe)
 		}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
@@ -313,30 +314,43 @@ func appendFileLine(b []byte, u string, f *fileEntry, exp int64) []byte {
 	b = append(b, `,"size":`...)
 	b = strconv.AppendInt(b, f.size, 10)
 	b = append(b, `,"stats":`...)
-	b = appendJSONString(b, f.stats)
+	b = append(b, f.statsJSON...)
 	b = append(b, `,"expirationTimestamp":`...)
 	b = strconv.AppendInt(b, exp, 10)
 	b = append(b, "}}\n"...)
 	return b
 }
 
-// appendJSONString appends s as a JSON string.
+// appendJSONString appends s as a JSON string (without HTML escaping:
+// URLs keep their '&').
 func appendJSONString(b []byte, s string) []byte {
-	simple := true
+	if !utf8.ValidString(s) {
+		enc, _ := json.Marshal(s)
+		return append(b, enc...)
+	}
+	b = append(b, '"')
+	start := 0
 	for i := 0; i < len(s); i++ {
-		if ch := s[i]; ch < 0x20 || ch == '"' || ch == '\\' || ch >= 0x7f || ch == '<' || ch == '>' || ch == '&' {
-			simple = false
-			break
+		ch := s[i]
+		if ch >= 0x20 && ch != '"' && ch != '\\' {
+			continue
 		}
+		b = append(b, s[start:i]...)
+		switch ch {
+		case '"', '\\':
+			b = append(b, '\\', ch)
+		case '\n':
+			b = append(b, '\\', 'n')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[ch>>4], hexDigits[ch&15])
+		}
+		start = i + 1
 	}
-	if simple {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	enc, _ := json.Marshal(s)
-	return append(b, enc...)
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
+
+const hexDigits = "0123456789abcdef"
 
 func wantsEndStream(r *http.Request) bool {
 	caps := r.Header.Get("Delta-Sharing-Capabilities")
@@ -359,6 +373,9 @@ type urlSigner struct {
 	now      time.Time
 	ttl      time.Duration
 	expires  time.Time
+	// presigners sign for each host (one, but for AWS S3's per-bucket
+	// hosts).
+	presigners map[string]*sigv4.S3Presigner
 }
 
 // signer checks that the recipient's token still stands and mints the
@@ -413,20 +430,26 @@ func (c *call) signer(ctx context.Context, rt *resolved) (*urlSigner, error) {
 
 // sign returns a pre-signed GET URL of bucket/key and its expiry (Unix ms).
 func (s *urlSigner) sign(bucket, key string) (string, int64, error) {
-	u := &url.URL{Scheme: "https", Host: bucket + ".s3." + s.region + ".amazonaws.com", Path: "/" + key}
+	scheme, host, path := "https", bucket+".s3."+s.region+".amazonaws.com", "/"+key
 	if s.endpoint != nil {
-		u = &url.URL{Scheme: s.endpoint.Scheme, Host: s.endpoint.Host, Path: "/" + bucket + "/" + key}
+		scheme, host, path = s.endpoint.Scheme, s.endpoint.Host, "/"+bucket+"/"+key
 		if !s.path {
-			u.Host = bucket + "." + s.endpoint.Host
-			u.Path = "/" + key
+			host, path = bucket+"."+s.endpoint.Host, "/"+key
 		}
 	}
-	r := &http.Request{Method: http.MethodGet, URL: u, Host: u.Host, Header: http.Header{}}
-	signed, err := sigv4.Presign(r, s.creds, s.region, "s3", s.now, s.ttl, sigv4.SignOptions{})
-	if err != nil {
-		return "", 0, err
+	p := s.presigners[host]
+	if p == nil {
+		var err error
+		p, err = sigv4.NewS3Presigner(scheme, host, s.creds, s.region, s.now, s.ttl)
+		if err != nil {
+			return "", 0, err
+		}
+		if s.presigners == nil {
+			s.presigners = map[string]*sigv4.S3Presigner{}
+		}
+		s.presigners[host] = p
 	}
-	return signed, s.expires.UnixMilli(), nil
+	return p.PresignGet(path), s.expires.UnixMilli(), nil
 }
 
 // auditURLs records the URLs a response issued.
