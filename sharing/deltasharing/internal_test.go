@@ -65,7 +65,30 @@ func TestSchemaString(t *testing.T) {
 
 // file is a fileEntry with partition values and bounds.
 func file(parts map[string]pval, min, max map[string]pval, nulls map[string]int64, records int64) *fileEntry {
-	return &fileEntry{parts: parts, min: min, max: max, nulls: nulls, records: records}
+	f := &fileEntry{cols: &columns{parts: map[string]int{}, stats: map[string]int{}}, records: records}
+	for k, v := range parts {
+		f.cols.parts[k] = len(f.parts)
+		f.parts = append(f.parts, v)
+	}
+	stat := func(k string) int {
+		i, ok := f.cols.stats[k]
+		if !ok {
+			i = len(f.lo)
+			f.cols.stats[k] = i
+			f.lo, f.hi, f.nulls = append(f.lo, pval{kind: 'x'}), append(f.hi, pval{kind: 'x'}), append(f.nulls, -1)
+		}
+		return i
+	}
+	for k, v := range min {
+		f.lo[stat(k)] = v
+	}
+	for k, v := range max {
+		f.hi[stat(k)] = v
+	}
+	for k, v := range nulls {
+		f.nulls[stat(k)] = v
+	}
+	return f
 }
 
 func TestEval(t *testing.T) {

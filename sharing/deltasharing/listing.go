@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,12 +44,47 @@ type fileEntry struct {
 	partitionValues json.RawMessage
 	// statsJSON is the stats string, encoded as a JSON string.
 	statsJSON []byte
-	// parts holds the file's partition values by lower-case partition
-	// field name and, for identity fields, source column name.
-	parts map[string]pval
-	// min, max and nulls hold column stats by lower-case column name.
-	min, max map[string]pval
-	nulls    map[string]int64
+	// cols indexes parts and the bounds by lower-case name.
+	cols *columns
+	// parts holds the file's partition values (kind 'x': the file's spec
+	// has no such field).
+	parts []pval
+	// lo, hi and nulls hold column stats (kind 'x', -1: unknown).
+	lo, hi []pval
+	nulls  []int64
+}
+
+// columns indexes the partition fields (by partition field name and, for
+// identity fields, source column name) and the columns with stats of a
+// listing, by lower-case name.
+type columns struct {
+	parts, stats map[string]int
+}
+
+// part returns the file's value of a partition field or identity column.
+func (f *fileEntry) part(name string) (pval, bool) {
+	if f.cols == nil {
+		return pval{}, false
+	}
+	i, ok := f.cols.parts[name]
+	if !ok || f.parts[i].kind == 'x' {
+		return pval{}, false
+	}
+	return f.parts[i], true
+}
+
+// bounds returns a column's stats: lower and upper bounds (kind 'x' when
+// unknown) and null count (-1 when unknown).
+func (f *fileEntry) bounds(name string) (lo, hi pval, nulls int64) {
+	absent := pval{kind: 'x'}
+	if f.cols == nil {
+		return absent, absent, -1
+	}
+	i, ok := f.cols.stats[name]
+	if !ok {
+		return absent, absent, -1
+	}
+	return f.lo[i], f.hi[i], f.nulls[i]
 }
 
 // pval is a typed value of a partition or a bound: a number, a string, a
@@ -156,7 +192,14 @@ func (h *Handler) buildListing(ctx context.Context, rt *resolved, he histEntry, 
 	for i, p := range pcols {
 		l.partitionColumns[i] = p.name
 	}
+	cols, plans := partitionPlans(sc, specs, pcols2(pcols, func(p pcol) int { return p.sourceID }))
+	stats := statColumns(sc, cols)
 	loc := strings.TrimSuffix(md.Location(), "/") + "/"
+	var n int
+	for _, m := range manifests {
+		n += int(m.AddedDataFiles() + m.ExistingDataFiles())
+	}
+	l.files = make([]fileEntry, 0, min(max(n, 0), 1<<20))
 	for _, m := range manifests {
 		for e, err := range m.Entries(h.opts.FS, true) {
 			if err != nil {
@@ -176,50 +219,101 @@ func (h *Handler) buildListing(ctx context.Context, rt *resolved, he histEntry, 
 			if err != nil || k == "" {
 				return nil, fmt.Errorf("deltasharing: data file %s is not on S3: %w", df.FilePath(), err)
 			}
-			fe := fileEntry{bucket: b, key: k, size: df.FileSizeBytes(), records: df.Count()}
+			fe := fileEntry{bucket: b, key: k, size: df.FileSizeBytes(), records: df.Count(), cols: cols}
 			sum := md5.Sum([]byte(df.FilePath()))
 			fe.id = hex.EncodeToString(sum[:])
 			// Partition values.
-			spec := specs[int(df.SpecID())]
+			fe.parts = make([]pval, len(cols.parts))
+			for i := range fe.parts {
+				fe.parts[i].kind = 'x'
+			}
+			pvs := make([]pval, len(pcols))
 			part := df.Partition()
-			fe.parts = map[string]pval{}
-			bySource := map[int]pval{}
-			if spec != nil {
-				for _, f := range spec.Fields() {
-					v, has := part[f.FieldID]
-					var rt iceberg.Type
-					if col, ok := sc.FindFieldByID(f.SourceID()); ok {
-						rt = f.Transform.ResultType(col.Type)
-					}
-					pv := pvalOf(rt, v, has)
-					fe.parts[strings.ToLower(f.Name)] = pv
-					if _, ok := f.Transform.(iceberg.IdentityTransform); ok {
-						bySource[f.SourceID()] = pv
-						if col, ok := sc.FindFieldByID(f.SourceID()); ok {
-							fe.parts[strings.ToLower(col.Name)] = pv
-						}
-					}
+			for _, pf := range plans[int(df.SpecID())] {
+				v, has := part[pf.fieldID]
+				pv := pvalOf(pf.typ, v, has)
+				fe.parts[pf.name] = pv
+				if pf.source >= 0 {
+					fe.parts[pf.source] = pv
+				}
+				if pf.pcol >= 0 {
+					pvs[pf.pcol] = pv
 				}
 			}
-			pvs := make(map[string]*string, len(pcols))
-			for _, p := range pcols {
-				pv, ok := bySource[p.sourceID]
-				if !ok || pv.kind == 0 {
-					pvs[p.name] = nil
-					continue
-				}
-				s := pv.partitionString()
-				pvs[p.name] = &s
-			}
-			fe.partitionValues, _ = json.Marshal(pvs)
-			var stats string
-			stats, fe.min, fe.max, fe.nulls = statsOf(sc, df)
-			fe.statsJSON = appendJSONString(nil, stats)
+			fe.partitionValues = partitionValuesJSON(pcols2(pcols, func(p pcol) string { return p.name }), pvs)
+			fe.statsJSON = appendJSONString(nil, string(statsOf(stats, df, &fe)))
 			l.size += fe.size
 			l.files = append(l.files, fe)
 		}
 	}
 	return l, nil
+}
+
+func pcols2[P, T any](ps []P, f func(P) T) []T {
+	out := make([]T, len(ps))
+	for i, p := range ps {
+		out[i] = f(p)
+	}
+	return out
+}
+
+// planField is how to read one partition field of a spec.
+type planField struct {
+	fieldID int
+	typ     iceberg.Type // the field's result type (nil: source column dropped)
+	name    int          // index in columns.parts of the field's name
+	source  int          // index of the identity source column's name, or -1
+	pcol    int          // index among the partition columns, or -1
+}
+
+// partitionPlans indexes the partition fields of specs and says, per spec,
+// how to read a file's partition values; pcols are the source ids of the
+// partition columns.
+func partitionPlans(sc *iceberg.Schema, specs map[int]*iceberg.PartitionSpec, pcols []int) (*columns, map[int][]planField) {
+	cols := &columns{parts: map[string]int{}, stats: map[string]int{}}
+	idx := func(name string) int {
+		lc := strings.ToLower(name)
+		i, ok := cols.parts[lc]
+		if !ok {
+			i = len(cols.parts)
+			cols.parts[lc] = i
+		}
+		return i
+	}
+	plans := map[int][]planField{}
+	for id, spec := range specs {
+		for _, f := range spec.Fields() {
+			pf := planField{fieldID: f.FieldID, name: idx(f.Name), source: -1, pcol: -1}
+			col, ok := sc.FindFieldByID(f.SourceID())
+			if ok {
+				pf.typ = f.Transform.ResultType(col.Type)
+			}
+			if _, identity := f.Transform.(iceberg.IdentityTransform); identity && ok {
+				pf.source = idx(col.Name)
+				pf.pcol = slices.Index(pcols, f.SourceID())
+			}
+			plans[id] = append(plans[id], pf)
+		}
+	}
+	return cols, plans
+}
+
+// partitionValuesJSON encodes a file's partitionValues.
+func partitionValuesJSON(names []string, vals []pval) json.RawMessage {
+	b := append(make([]byte, 0, 64), '{')
+	for i, n := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, n)
+		b = append(b, ':')
+		if vals[i].kind == 0 || vals[i].kind == 'x' {
+			b = append(b, "null"...)
+			continue
+		}
+		b = appendJSONString(b, vals[i].partitionString())
+	}
+	return append(b, '}')
 }
 
 // partitionable reports whether a column type can be a Delta partition
@@ -304,27 +398,24 @@ func (p pval) partitionString() string {
 	return ""
 }
 
-// json renders a bound as a stats value.
-func (p pval) json() any {
+// appendJSON appends a bound as a stats value.
+func (p pval) appendJSON(b []byte) []byte {
 	switch p.kind {
 	case 's':
-		return p.s
+		return appendJSONString(b, p.s)
 	case 'd':
-		return dateString(p.n)
+		return appendJSONString(b, dateString(p.n))
 	case 't':
-		return time.UnixMicro(int64(p.n)).UTC().Format("2006-01-02T15:04:05.000Z")
+		return appendJSONString(b, time.UnixMicro(int64(p.n)).UTC().Format("2006-01-02T15:04:05.000Z"))
 	case 'b':
-		return p.b
+		return strconv.AppendBool(b, p.b)
 	case 'n':
 		if p.s != "" {
-			return json.Number(p.s)
+			return append(b, p.s...)
 		}
-		if math.IsInf(p.n, 0) || math.IsNaN(p.n) {
-			return nil
-		}
-		return p.n
+		return strconv.AppendFloat(b, p.n, 'g', -1, 64)
 	}
-	return nil
+	return append(b, "null"...)
 }
 
 func pvalOfLiteral(l iceberg.Literal) pval {
@@ -353,46 +444,98 @@ func pvalOfLiteral(l iceberg.Literal) pval {
 	return pval{}
 }
 
-// statsOf renders a data file's stats as Delta Sharing's stats string
-// (numRecords, and minValues, maxValues and nullCount of top-level
-// primitive columns with orderable values), and returns the bounds.
-func statsOf(sc *iceberg.Schema, df iceberg.DataFile) (string, map[string]pval, map[string]pval, map[string]int64) {
-	lo, hi, nc := df.LowerBoundValues(), df.UpperBoundValues(), df.NullValueCounts()
-	mins, maxs, nulls := map[string]pval{}, map[string]pval{}, map[string]int64{}
-	jmin, jmax, jnull := map[string]any{}, map[string]any{}, map[string]any{}
+// statColumn is a top-level column whose stats Delta Sharing shows.
+type statColumn struct {
+	id   int
+	name []byte // encoded as a JSON string
+	typ  iceberg.Type
+}
+
+// statColumns returns the columns of sc with stats (top-level, primitive,
+// orderable) and indexes them in cols.
+func statColumns(sc *iceberg.Schema, cols *columns) []statColumn {
+	var out []statColumn
 	for _, f := range sc.Fields() {
 		switch f.Type.(type) {
 		case iceberg.UUIDType, iceberg.FixedType, iceberg.BinaryType, *iceberg.StructType, *iceberg.ListType, *iceberg.MapType,
-			iceberg.TimestampNsType, iceberg.TimestampTzNsType, iceberg.TimeType:
+			iceberg.TimestampNsType, iceberg.TimestampTzNsType, iceberg.TimeType, iceberg.VariantType, iceberg.GeometryType,
+			iceberg.GeographyType, iceberg.UnknownType:
 			continue
 		}
-		lc := strings.ToLower(f.Name)
-		if n, ok := nc[f.ID]; ok {
-			nulls[lc] = n
-			jnull[f.Name] = n
-		}
-		if b, ok := lo[f.ID]; ok {
-			if lit, err := iceberg.LiteralFromBytes(f.Type, b); err == nil {
-				if p := pvalOfLiteral(lit); p.kind != 0 && p.json() != nil {
-					mins[lc] = p
-					jmin[f.Name] = p.json()
-				}
-			}
-		}
-		if b, ok := hi[f.ID]; ok {
-			if lit, err := iceberg.LiteralFromBytes(f.Type, b); err == nil {
-				if p := pvalOfLiteral(lit); p.kind != 0 && p.json() != nil {
-					maxs[lc] = p
-					if p.kind == 't' { // stats hold milliseconds: round a maximum up
-						p.n = math.Ceil(p.n/1000) * 1000
-					}
-					jmax[f.Name] = p.json()
-				}
-			}
+		cols.stats[strings.ToLower(f.Name)] = len(out)
+		out = append(out, statColumn{id: f.ID, name: appendJSONString(nil, f.Name), typ: f.Type})
+	}
+	return out
+}
+
+// statsOf fills fe's bounds from df and returns Delta Sharing's stats
+// object: numRecords, and minValues, maxValues and nullCount of the stat
+// columns.
+func statsOf(cols []statColumn, df iceberg.DataFile, fe *fileEntry) []byte {
+	lo, hi, nc := df.LowerBoundValues(), df.UpperBoundValues(), df.NullValueCounts()
+	fe.lo, fe.hi, fe.nulls = make([]pval, len(cols)), make([]pval, len(cols)), make([]int64, len(cols))
+	for i, c := range cols {
+		fe.lo[i], fe.hi[i], fe.nulls[i] = boundOf(c.typ, lo[c.id]), boundOf(c.typ, hi[c.id]), -1
+		if n, ok := nc[c.id]; ok {
+			fe.nulls[i] = n
 		}
 	}
-	b, _ := json.Marshal(map[string]any{"numRecords": df.Count(), "minValues": jmin, "maxValues": jmax, "nullCount": jnull})
-	return string(b), mins, maxs, nulls
+	b := append(make([]byte, 0, 256), `{"numRecords":`...)
+	b = strconv.AppendInt(b, df.Count(), 10)
+	section := func(name string, vals []pval, ceil bool) {
+		b = append(b, `,"`+name+`":{`...)
+		first := true
+		for i, c := range cols {
+			v := vals[i]
+			if v.kind == 'x' || v.kind == 0 || (v.kind == 'n' && v.s == "" && (math.IsInf(v.n, 0) || math.IsNaN(v.n))) {
+				continue
+			}
+			if ceil && v.kind == 't' { // stats hold milliseconds: round a maximum up
+				v.n = math.Ceil(v.n/1000) * 1000
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = append(b, c.name...)
+			b = append(b, ':')
+			b = v.appendJSON(b)
+		}
+		b = append(b, '}')
+	}
+	section("minValues", fe.lo, false)
+	section("maxValues", fe.hi, true)
+	b = append(b, `,"nullCount":{`...)
+	first := true
+	for i, c := range cols {
+		if fe.nulls[i] < 0 {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, c.name...)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, fe.nulls[i], 10)
+	}
+	return append(b, "}}"...)
+}
+
+// boundOf decodes a serialized bound (kind 'x' when absent or undecodable).
+func boundOf(t iceberg.Type, raw []byte) pval {
+	if raw == nil {
+		return pval{kind: 'x'}
+	}
+	lit, err := iceberg.LiteralFromBytes(t, raw)
+	if err != nil {
+		return pval{kind: 'x'}
+	}
+	p := pvalOfLiteral(lit)
+	if p.kind == 0 {
+		return pval{kind: 'x'}
+	}
+	return p
 }
 
 // DefaultCacheEntries bounds the cached listings.

@@ -538,7 +538,7 @@ func eval(e *expr, f *fileEntry, stats bool) tri {
 	case "unknown":
 		return maybe
 	}
-	if pv, ok := f.parts[e.col]; ok {
+	if pv, ok := f.part(e.col); ok {
 		return evalValue(e, pv)
 	}
 	if !stats {
@@ -592,7 +592,8 @@ func evalValue(e *expr, v pval) tri {
 
 // evalStats decides e from a file's column bounds: only no is certain.
 func evalStats(e *expr, f *fileEntry) tri {
-	nulls, hasNulls := f.nulls[e.col]
+	lo, hi, nulls := f.bounds(e.col)
+	hasNulls := nulls >= 0
 	if e.op == "isNull" {
 		if hasNulls && nulls == 0 {
 			return no
@@ -605,9 +606,7 @@ func evalStats(e *expr, f *fileEntry) tri {
 	if hasNulls && nulls == f.records && f.records > 0 {
 		return no // every value is null
 	}
-	lo, okLo := f.min[e.col]
-	hi, okHi := f.max[e.col]
-	if !okLo || !okHi || len(e.lits) != 1 {
+	if lo.kind == 'x' || hi.kind == 'x' || len(e.lits) != 1 {
 		return maybe
 	}
 	cl, ok1 := compare(lo, e.lits[0])
