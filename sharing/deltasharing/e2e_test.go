@@ -9,8 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/floe-lake/floe/internal/app"
+	"github.com/floe-lake/floe/internal/testkit"
 )
 
 // TestEndToEnd serves a partitioned table after two appends: lists, version,
@@ -397,3 +401,33 @@ func TestTooManyFiles(t *testing.T) {
 }
 
 var _ = strconv.Itoa
+
+// TestURLLifetime: sharing_url_ttl sets each URL's X-Amz-Expires and
+// expirationTimestamp; without a resolver nothing is mounted.
+func TestURLLifetime(t *testing.T) {
+	e := newEnv(t, func(c *app.Config) { c.SharingURLTTL = 2 * time.Minute })
+	e.appendOrders(t, e.createOrders(t, "orders", nil), 0, 3)
+	e.share("retail", "orders", "orders", true, "")
+	before := time.Now()
+	r, _, files := e.query(t, tokenAlice, "retail/tables/orders", nil)
+	must(t, r, 200)
+	for _, f := range files {
+		u, _ := url.Parse(f.URL)
+		if u.Query().Get("X-Amz-Expires") != "120" {
+			t.Fatalf("X-Amz-Expires %q", u.Query().Get("X-Amz-Expires"))
+		}
+		exp := time.UnixMilli(f.ExpirationTimestamp)
+		if exp.Before(before.Add(119*time.Second)) || exp.After(time.Now().Add(121*time.Second)) {
+			t.Fatalf("expirationTimestamp %v, want about now+2m", exp)
+		}
+	}
+	plain := testkit.Start(t)
+	res, err := http.Get(plain.URL + "/delta-sharing/shares")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode == 200 {
+		t.Fatal("the Delta Sharing server is mounted without a resolver")
+	}
+}
