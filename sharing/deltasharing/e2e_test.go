@@ -431,3 +431,33 @@ func TestURLLifetime(t *testing.T) {
 		t.Fatal("the Delta Sharing server is mounted without a resolver")
 	}
 }
+
+// TestRevocationReachesURLs: URLs handed out die within a second of the
+// recipient's token id being revoked in the store (what the sharing
+// service does on revocation): the credential they are signed with
+// carries the token id, and Floe's S3 endpoint checks revocations on
+// every request.
+func TestRevocationReachesURLs(t *testing.T) {
+	e := newEnv(t)
+	e.appendOrders(t, e.createOrders(t, "orders", nil), 0, 3)
+	e.share("retail", "orders", "orders", true, "")
+	r, _, files := e.query(t, tokenAlice, "retail/tables/orders", nil)
+	must(t, r, 200)
+	if s, _ := get(t, files[0].URL); s != 200 {
+		t.Fatalf("before revocation: %d", s)
+	}
+	if err := e.f.App.Store().RevokeToken(t.Context(), "tok-alice-1", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	revoked := time.Now()
+	for {
+		s, _ := get(t, files[0].URL)
+		if s == http.StatusForbidden {
+			break
+		}
+		if time.Since(revoked) > time.Second {
+			t.Fatalf("URL still served %v after revocation: %d", time.Since(revoked), s)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
