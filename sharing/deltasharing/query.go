@@ -139,7 +139,7 @@ func (c *call) query() (int, error) {
 	if l.deletes != "" {
 		return 0, unsupported("table " + name + " has row-level deletes (position or equality delete files) in version " +
 			strconv.FormatInt(he.version, 10) + ", which Delta Sharing's parquet format cannot express; the provider can " +
-			"make it shareable by compacting it (floe maintain compact, or rewrite_data_files) so that no delete file remains")
+			"make it shareable by compacting it (floe maintain --compact, or rewrite_data_files) so that no delete file remains")
 	}
 	files, err := c.select_(rt, l, q)
 	if err != nil {
