@@ -84,6 +84,14 @@ func TestBadInput(t *testing.T) {
 	if r.status != 200 || r.header.Get("Delta-Sharing-Capabilities") != "responseformat=parquet" {
 		t.Fatalf("%d %v", r.status, r.header)
 	}
+	// includeendstreamaction: echoed, and the last line is an endStreamAction.
+	r = e.do(t, tokenAlice, "POST", q, `{}`, "delta-sharing-capabilities", "responseformat=parquet;includeendstreamaction=true")
+	if r.status != 200 || r.header.Get("Delta-Sharing-Capabilities") != "responseformat=parquet;includeendstreamaction=true" {
+		t.Fatalf("%d %v", r.status, r.header)
+	}
+	if lines := r.lines(t); lines[len(lines)-1]["endStreamAction"] == nil {
+		t.Fatalf("no endStreamAction: %s", r.body)
+	}
 }
 
 // TestListPaging walks shares and tables one item a page.

@@ -217,6 +217,28 @@ func TestCacheBound(t *testing.T) {
 	}
 }
 
+// TestListBounds: maxResults is capped and page tokens are bounded.
+func TestListBounds(t *testing.T) {
+	r := httptest.NewRequest(http.MethodGet, "/?maxResults=5000", nil)
+	p, err := parseListPage(r, "shares")
+	if err != nil || p.max != MaxMaxResults {
+		t.Fatalf("max %d, %v", p.max, err)
+	}
+	long := encodeListToken("shares", strings.Repeat("a", maxPageToken))
+	r = httptest.NewRequest(http.MethodGet, "/?pageToken="+long, nil)
+	if _, err := parseListPage(r, "shares"); err == nil {
+		t.Fatal("a page token longer than the bound was accepted")
+	}
+	items := make([]string, 5000)
+	for i := range items {
+		items[i] = strconv.Itoa(100000 + i)
+	}
+	out, next := page(items, func(s string) string { return s }, p)
+	if len(out) != MaxMaxResults || next == "" {
+		t.Fatalf("%d items, next %q", len(out), next)
+	}
+}
+
 func TestCheckFormat(t *testing.T) {
 	for caps, ok := range map[string]bool{"": true, "responseformat=parquet": true, "responseformat=delta,parquet": true,
 		"ResponseFormat=PARQUET;readerfeatures=x": true, "responseformat=delta": false, "includeendstreamaction=true": true,
