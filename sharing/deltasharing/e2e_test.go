@@ -163,11 +163,14 @@ func TestTamperedURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ents, err := mf[0].FetchEntries(e.lk.FS(), true)
-	if err != nil {
-		t.Fatal(err)
+	var secretPath string
+	for ent, err := range mf[0].Entries(e.lk.FS(), true) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		secretPath = strings.TrimPrefix(ent.DataFile().FilePath(), "s3://")
+		break
 	}
-	secretPath := strings.TrimPrefix(ents[0].DataFile().FilePath(), "s3://")
 	foreign := *u0
 	foreign.Path, foreign.RawPath = "/"+secretPath, ""
 	for name, u := range map[string]string{"other key": swapped.String(), "longer expiry": longer.String(), "unshared table": foreign.String()} {
