@@ -36,3 +36,30 @@ func TestS3PresignerMatchesPresign(t *testing.T) {
 		t.Fatal("scheme ftp accepted")
 	}
 }
+
+// BenchmarkPresignURL compares a URL from Presign with one from an
+// S3Presigner made once per batch (what a Delta Sharing query signs).
+func BenchmarkPresignURL(b *testing.B) {
+	c := Credentials{AccessKeyID: "FLOEABCDEFGHIJKLMNOP", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+		SessionToken: string(make([]byte, 400))}
+	at := time.Now()
+	path := "/floe/crm/orders-0a1b2c/data/region=eu/00000-0-7f3a.parquet"
+	b.Run("Presign", func(b *testing.B) {
+		for b.Loop() {
+			r := &http.Request{Method: http.MethodGet, URL: &url.URL{Scheme: "http", Host: "127.0.0.1:9100", Path: path},
+				Host: "127.0.0.1:9100", Header: http.Header{}}
+			if _, err := Presign(r, c, "us-east-1", "s3", at, 15*time.Minute, SignOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("S3Presigner", func(b *testing.B) {
+		p, err := NewS3Presigner("http", "127.0.0.1:9100", c, "us-east-1", at, 15*time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			_ = p.PresignGet(path)
+		}
+	})
+}
