@@ -2,6 +2,7 @@ package deltasharing_test
 
 import (
 	"bytes"
+	"fmt"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -462,5 +463,21 @@ func TestRevocationReachesURLs(t *testing.T) {
 			t.Fatalf("URL still served %v after revocation: %d", time.Since(revoked), s)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestEmptyTable: a table without a snapshot is version 0 with no files.
+func TestEmptyTable(t *testing.T) {
+	e := newEnv(t)
+	e.createOrders(t, "empty", nil)
+	e.share("retail", "empty", "empty", false, "")
+	r, md, files := e.query(t, tokenAlice, "retail/tables/empty", nil)
+	must(t, r, 200)
+	if r.header.Get("Delta-Table-Version") != "0" || len(files) != 0 || fmt.Sprint(md["partitionColumns"]) != "[region]" {
+		t.Fatalf("version %q, %d files, metaData %v", r.header.Get("Delta-Table-Version"), len(files), md)
+	}
+	r = e.do(t, tokenAlice, "GET", "/shares/sales/schemas/retail/tables/empty/version", nil)
+	if r.status != 200 || r.header.Get("Delta-Table-Version") != "0" {
+		t.Fatalf("%d %v", r.status, r.header)
 	}
 }

@@ -125,7 +125,17 @@ func (h *Handler) buildListing(ctx context.Context, rt *resolved, he histEntry, 
 		ss = `{"type":"struct","fields":[]}`
 	}
 	l.schemaString = ss
+	l.partitionColumns = []string{}
 	if he.snap == nil {
+		// No files yet: the identity columns of the default spec.
+		spec := md.PartitionSpec()
+		for _, f := range spec.Fields() {
+			if _, ok := f.Transform.(iceberg.IdentityTransform); ok {
+				if col, ok := sc.FindFieldByID(f.SourceID()); ok && partitionable(col.Type) {
+					l.partitionColumns = append(l.partitionColumns, col.Name)
+				}
+			}
+		}
 		return l, nil
 	}
 	if h.opts.FS == nil {
