@@ -2,8 +2,8 @@ package deltasharing_test
 
 import (
 	"bytes"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
