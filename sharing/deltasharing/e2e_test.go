@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -479,5 +481,44 @@ func TestEmptyTable(t *testing.T) {
 	r = e.do(t, tokenAlice, "GET", "/shares/sales/schemas/retail/tables/empty/version", nil)
 	if r.status != 200 || r.header.Get("Delta-Table-Version") != "0" {
 		t.Fatalf("%d %v", r.status, r.header)
+	}
+}
+
+// TestConcurrentQueries: queries of one table at once (sharing the listing
+// cache) all answer every file.
+func TestConcurrentQueries(t *testing.T) {
+	e := newEnv(t)
+	tbl := e.appendOrders(t, e.createOrders(t, "orders", nil), 0, 30)
+	e.appendOrders(t, tbl, 30, 60)
+	e.share("retail", "orders", "orders", true, "")
+	e.share("retail", "eu", "orders", true, "region = 'eu'")
+	errs := make(chan string, 40)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 5 {
+				name, want := "orders", 6
+				if (g+i)%2 == 0 {
+					name, want = "eu", 2
+				}
+				req, _ := http.NewRequest("POST", e.base+"/shares/sales/schemas/retail/tables/"+name+"/query", strings.NewReader(`{}`))
+				req.Header.Set("Authorization", "Bearer "+tokenAlice)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				b, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if n := strings.Count(string(b), `{"file":`); res.StatusCode != 200 || n != want {
+					errs <- fmt.Sprintf("%s: %d, %d files", name, res.StatusCode, n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
+	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/sharing"
 	"github.com/floe-lake/floe/sharing/deltasharing"
@@ -196,4 +199,41 @@ func TestAudit(t *testing.T) {
 	if ev := events[3]; ev.Outcome != audit.OutcomeFailure || ev.Detail["error"] != "RESOURCE_DOES_NOT_EXIST" {
 		t.Fatalf("failed event %+v", ev)
 	}
+}
+
+// notFoundTables is a Tables of no table.
+type notFoundTables struct{}
+
+func (notFoundTables) LoadTable(context.Context, string, catalog.Ident) (*catalog.TableState, error) {
+	return nil, floe.E(floe.NotFound, "table", "no such table")
+}
+
+// FuzzHandler: whatever a recipient sends (path, method, body, headers),
+// the answer is never a 5xx.
+func FuzzHandler(f *testing.F) {
+	res := newFake()
+	res.tokens[tokenAlice] = sharing.Recipient{ID: "r", Name: "alice", TokenID: "t"}
+	res.grants["alice"] = []string{"sales"}
+	res.tables["sales"] = []sharing.Table{{ID: "o", Share: "sales", Schema: "s", Name: "t", Warehouse: "floe",
+		Ident: catalog.Ident{Namespace: catalog.Namespace{"crm"}, Name: "t"}}}
+	h := deltasharing.New(deltasharing.Options{Resolver: res, Tables: notFoundTables{}})
+	f.Add("POST", "/shares/sales/schemas/s/tables/t/query", `{"version":1}`, "responseformat=delta")
+	f.Add("GET", "/shares?maxResults=2&pageToken=abc", "", "")
+	f.Add("HEAD", "/shares/sales/schemas/s/tables/t", "", "")
+	f.Add("GET", "/shares/sales/schemas/s/tables/t/metadata?version=-1&timestamp=x", "", "includeendstreamaction=true")
+	f.Fuzz(func(t *testing.T, method, path, body, caps string) {
+		u, err := url.Parse("http://x" + deltasharing.Prefix + path)
+		if err != nil || (method != "GET" && method != "POST" && method != "HEAD" && method != "PUT") {
+			return
+		}
+		req := httptest.NewRequest(method, "/", strings.NewReader(body))
+		req.URL = u
+		req.Header.Set("Authorization", "Bearer "+tokenAlice)
+		req.Header.Set("Delta-Sharing-Capabilities", caps)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code >= 500 {
+			t.Fatalf("%s %s %q: %d %s", method, path, body, w.Code, w.Body)
+		}
+	})
 }
