@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-lake/floe/internal/app"
 	"github.com/floe-lake/floe/internal/testkit"
@@ -520,5 +522,51 @@ func TestConcurrentQueries(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// TestRenamedColumns: clients read Parquet columns by name, so a file
+// written before a column was renamed (or dropped and added again under
+// its name) would be read wrong; such a version is refused, and one whose
+// files were all written after the change is served.
+func TestRenamedColumns(t *testing.T) {
+	e := newEnv(t)
+	change := func(tbl *table.Table, f func(u *table.UpdateSchema)) *table.Table {
+		t.Helper()
+		tx := tbl.NewTransaction()
+		u := tx.UpdateSchema(true, false)
+		f(u)
+		if err := u.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := tx.Commit(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl
+	}
+	renamed := e.appendOrders(t, e.createOrders(t, "renamed", nil), 0, 3)
+	change(renamed, func(u *table.UpdateSchema) { u.RenameColumn([]string{"amount"}, "total") })
+	readded := e.appendOrders(t, e.createOrders(t, "readded", nil), 0, 3)
+	readded = change(readded, func(u *table.UpdateSchema) { u.DeleteColumn([]string{"amount"}) })
+	change(readded, func(u *table.UpdateSchema) {
+		u.AddColumn([]string{"amount"}, iceberg.PrimitiveTypes.Float64, "", false, nil)
+	})
+	fresh := change(e.createOrders(t, "fresh", nil), func(u *table.UpdateSchema) { u.RenameColumn([]string{"amount"}, "total") })
+	e.appendOrders(t, fresh, 0, 3)
+	for _, n := range []string{"renamed", "readded", "fresh"} {
+		e.share("retail", n, n, true, "")
+	}
+	for _, n := range []string{"renamed", "readded"} {
+		r, _, _ := e.query(t, tokenAlice, "retail/tables/"+n, nil)
+		must(t, r, 400)
+		if code, msg := r.errorCode(t); code != "UNSUPPORTED_OPERATION" || !strings.Contains(msg, "amount") || !strings.Contains(msg, "rewrit") {
+			t.Fatalf("%s: %s %s", n, code, msg)
+		}
+	}
+	r, _, files := e.query(t, tokenAlice, "retail/tables/fresh", nil)
+	must(t, r, 200)
+	if len(files) != 3 {
+		t.Fatalf("%d files", len(files))
 	}
 }

@@ -32,6 +32,9 @@ type listing struct {
 	deletes string
 	// schemaErr is why the schema cannot be served ("" when it can).
 	schemaErr string
+	// renamed is why a live file cannot be read by name with the schema
+	// served ("" when all can).
+	renamed string
 }
 
 // fileEntry is one live data file.
@@ -204,6 +207,34 @@ func (h *Handler) buildListing(ctx context.Context, rt *resolved, he histEntry, 
 	}
 	cols, plans := partitionPlans(sc, specs, pcols2(pcols, func(p pcol) int { return p.sourceID }))
 	stats := statColumns(sc, cols)
+	// The schema each file was written with: its snapshot's (unknown for an
+	// expired snapshot: then every older schema is suspect).
+	snapSchema := map[int64]int{}
+	for _, sn := range md.Snapshots() {
+		if sn.SchemaID != nil {
+			snapSchema[sn.SnapshotID] = *sn.SchemaID
+		}
+	}
+	conflicts := map[int]string{}
+	conflict := func(snapshotID int64) string {
+		sid, ok := snapSchema[snapshotID]
+		if !ok {
+			sid = -1
+		}
+		if c, ok := conflicts[sid]; ok {
+			return c
+		}
+		c := ""
+		for _, ws := range md.Schemas() {
+			if (sid == -1 && ws.ID < sc.ID) || ws.ID == sid {
+				if c = nameConflict(ws, sc); c != "" {
+					break
+				}
+			}
+		}
+		conflicts[sid] = c
+		return c
+	}
 	loc := strings.TrimSuffix(md.Location(), "/") + "/"
 	var n int
 	for _, m := range manifests {
@@ -228,6 +259,9 @@ func (h *Handler) buildListing(ctx context.Context, rt *resolved, he histEntry, 
 			b, k, err := objstore.ParseLocation(df.FilePath())
 			if err != nil || k == "" {
 				return nil, fmt.Errorf("deltasharing: data file %s is not on S3: %w", df.FilePath(), err)
+			}
+			if l.renamed == "" {
+				l.renamed = conflict(e.SnapshotID())
 			}
 			fe := fileEntry{bucket: b, key: k, size: df.FileSizeBytes(), records: df.Count(), cols: cols}
 			sum := md5.Sum([]byte(df.FilePath()))

@@ -141,6 +141,11 @@ func (c *call) query() (int, error) {
 			strconv.FormatInt(he.version, 10) + ", which Delta Sharing's parquet format cannot express; the provider can " +
 			"make it shareable by compacting it (floe maintain --compact, or rewrite_data_files) so that no delete file remains")
 	}
+	if l.renamed != "" {
+		return 0, unsupported("table " + name + " cannot be shared over Delta Sharing as it is: " + l.renamed +
+			" after some of its data files were written, and Delta Sharing clients read columns by name; the provider " +
+			"can make it shareable by rewriting its data files (floe maintain --compact, or rewrite_data_files)")
+	}
 	files, err := c.select_(rt, l, q)
 	if err != nil {
 		return 0, err

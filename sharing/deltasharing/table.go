@@ -299,10 +299,11 @@ func checkFormat(r *http.Request) error {
 	return nil
 }
 
-// schemaOf returns the schema of a version (its snapshot's schema, else the
-// current one).
+// schemaOf returns the schema a version is read with: the table's current
+// schema for the current snapshot (as Iceberg reads it), the snapshot's
+// schema for an older one.
 func schemaOf(md table.Metadata, h histEntry) *iceberg.Schema {
-	if h.snap != nil && h.snap.SchemaID != nil {
+	if cur := md.CurrentSnapshot(); h.snap != nil && (cur == nil || cur.SnapshotID != h.snap.SnapshotID) && h.snap.SchemaID != nil {
 		for _, s := range md.Schemas() {
 			if s.ID == *h.snap.SchemaID {
 				return s
@@ -310,4 +311,28 @@ func schemaOf(md table.Metadata, h histEntry) *iceberg.Schema {
 		}
 	}
 	return md.CurrentSchema()
+}
+
+// nameConflict says why files written with schema written cannot be read
+// by name with schema read ("" when they can): a column renamed (clients
+// would read nulls), or a name given to another column (clients would read
+// the old column's values). Names compare case-insensitively, as Delta
+// Sharing clients match them.
+func nameConflict(written, read *iceberg.Schema) string {
+	if written.ID == read.ID {
+		return ""
+	}
+	for id := 1; id <= max(written.HighestFieldID(), read.HighestFieldID()); id++ {
+		now, inRead := read.FindColumnName(id)
+		then, inWritten := written.FindColumnName(id)
+		if inRead && inWritten && !strings.EqualFold(now, then) {
+			return "column " + now + " was renamed from " + then
+		}
+		if inWritten {
+			if f, ok := read.FindFieldByNameCaseInsensitive(then); ok && f.ID != id {
+				return "column " + then + " was dropped and added again (or its name given to another column)"
+			}
+		}
+	}
+	return ""
 }
