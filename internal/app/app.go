@@ -199,9 +199,14 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	mgmt := a.mgmtHandler()
+	ds := a.deltaSharing() // nil: not mounted
 	a.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/v1/") {
 			mgmt.ServeHTTP(w, r)
+			return
+		}
+		if ds != nil && deltaSharingRoute(r.URL.Path) {
+			ds.ServeHTTP(w, r)
 			return
 		}
 		if oauth.Routes(r.URL.Path) {

@@ -18,6 +18,7 @@ import (
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/internal/netlimit"
 	"github.com/floe-lake/floe/maint"
+	"github.com/floe-lake/floe/sharing"
 )
 
 // Config is Floe's whole configuration. Values come from defaults, then an
@@ -69,6 +70,14 @@ type Config struct {
 	// FLOE_CREDENTIAL_TTL, 15m to 12h; default 1h for the embedded store,
 	// 15m for storage "s3", whose STS credentials cannot be recalled).
 	CredentialTTL time.Duration `yaml:"credential_ttl"`
+	// SharingURLTTL is the lifetime of the pre-signed file URLs the Delta
+	// Sharing server hands recipients (env FLOE_SHARING_URL_TTL, 1m to 1h,
+	// default 15m).
+	SharingURLTTL time.Duration `yaml:"sharing_url_ttl"`
+	// SharingResolver, if set, serves the Delta Sharing protocol under
+	// /delta-sharing with it (the sharing service; tests use a fake). Not
+	// settable from YAML, env or flags.
+	SharingResolver sharing.Resolver `yaml:"-"`
 	// Encryption encrypts every object of the embedded store at rest with
 	// AES-256-GCM (env FLOE_ENCRYPTION, default true).
 	Encryption bool `yaml:"encryption"`
@@ -395,6 +404,7 @@ func Defaults() Config {
 		Region:        "us-east-1",
 		Encryption:    true,
 		CredentialTTL: 0, // set by Finish: 1h, or 15m for storage s3
+		SharingURLTTL: 15 * time.Minute,
 		TokenTTL:      15 * time.Minute,
 		MaxBodyBytes:  16 << 20,
 		LogLevel:      "info",
@@ -591,7 +601,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	}
 	for name, dst := range map[string]*time.Duration{"FLOE_MAINTENANCE_INTERVAL": &c.MaintenanceInterval,
 		"FLOE_MAINTENANCE_LEASE_TTL": &c.MaintenanceLeaseTTL, "FLOE_SNAPSHOT_RETENTION": &c.SnapshotRetention,
-		"FLOE_CREDENTIAL_TTL": &c.CredentialTTL, "FLOE_AUDIT_EXPORT_INTERVAL": &c.AuditExportInterval,
+		"FLOE_CREDENTIAL_TTL": &c.CredentialTTL, "FLOE_SHARING_URL_TTL": &c.SharingURLTTL, "FLOE_AUDIT_EXPORT_INTERVAL": &c.AuditExportInterval,
 		"FLOE_HTTP_HEADER_TIMEOUT": &c.HTTP.HeaderTimeout, "FLOE_HTTP_BODY_TIMEOUT": &c.HTTP.BodyTimeout,
 		"FLOE_HTTP_IDLE_TIMEOUT": &c.HTTP.IdleTimeout,
 		"FLOE_AUDIT_RETENTION":   &c.AuditRetention, "FLOE_AUDIT_PRUNE_INTERVAL": &c.AuditPruneInterval,
@@ -682,6 +692,8 @@ func (c *Config) Finish() error {
 		return c.Sharing.validate()
 	case c.CredentialTTL < 15*time.Minute || c.CredentialTTL > 12*time.Hour:
 		return fmt.Errorf("credential_ttl %s: must be between 15m and 12h", c.CredentialTTL)
+	case c.SharingURLTTL < time.Minute || c.SharingURLTTL > time.Hour:
+		return fmt.Errorf("sharing_url_ttl %s: must be between 1m and 1h", c.SharingURLTTL)
 	case c.SnapshotRetention <= 0:
 		return fmt.Errorf("snapshot_retention %s: must be positive", c.SnapshotRetention)
 	case c.AuditRetention < 0:

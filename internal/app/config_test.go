@@ -51,6 +51,8 @@ func TestConfig_Invalid(t *testing.T) {
 		{name: "unknown yaml key", yaml: "lisen: x\n", want: "lisen"},
 		{name: "bucket name", edit: func(c *Config) { c.Warehouse = "Big_WH" }, want: "bucket name"},
 		{name: "credential ttl", env: map[string]string{"FLOE_CREDENTIAL_TTL": "13h"}, want: "credential_ttl"},
+		{name: "sharing url ttl too long", env: map[string]string{"FLOE_SHARING_URL_TTL": "2h"}, want: "sharing_url_ttl"},
+		{name: "sharing url ttl too short", yaml: "sharing_url_ttl: 10s\n", want: "sharing_url_ttl"},
 		{name: "storage", env: map[string]string{"FLOE_STORAGE": "ftp"}, want: "storage"},
 		{name: "s3 needs location", env: map[string]string{"FLOE_STORAGE": "s3", "FLOE_S3_ROLE_ARN": "arn:aws:iam::1:role/r"}, want: "warehouse_location"},
 		{name: "s3 needs role", env: map[string]string{"FLOE_STORAGE": "s3", "FLOE_WAREHOUSE_LOCATION": "s3://b/w"}, want: "role_arn"},
