@@ -73,6 +73,11 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
+	// CheckFilters are further checks of a partition filter's text when
+	// an object is added: each protocol server that enforces filters
+	// (deltasharing.ParseFilter) must be able to read it, so that a
+	// filter the service accepts is never one a server cannot enforce.
+	CheckFilters []func(string) error
 }
 
 // Service is the sharing service: it manages shares, objects, recipients,
@@ -89,6 +94,7 @@ type Service struct {
 	audit  func(ctx context.Context, e audit.Event)
 	now    func() time.Time
 	log    *slog.Logger
+	checks []func(string) error
 }
 
 // New returns a Service.
@@ -100,7 +106,8 @@ func New(opts Options) *Service {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{store: opts.Store, cat: opts.Catalog, authz: opts.Authz, revs: opts.Revocations,
-		limits: opts.Limits.withDefaults(), defWH: opts.DefaultWarehouse, audit: opts.Audit, now: opts.Now, log: opts.Logger}
+		limits: opts.Limits.withDefaults(), defWH: opts.DefaultWarehouse, audit: opts.Audit, now: opts.Now, log: opts.Logger,
+		checks: opts.CheckFilters}
 }
 
 // RecordRequest records the audit event of a recipient's request (see
@@ -379,6 +386,11 @@ func (s *Service) checkPartitionFilter(ctx context.Context, wh string, o *Object
 	f, err := ParsePartitionFilter(o.PartitionFilter)
 	if err != nil {
 		return err
+	}
+	for _, check := range s.checks {
+		if err := check(o.PartitionFilter); err != nil {
+			return floe.E(floe.Invalid, "partition filter", "partition filter %q cannot be enforced: %v", o.PartitionFilter, err)
+		}
 	}
 	st, err := s.cat.LoadTable(ctx, wh, catalog.Ident{Namespace: o.Namespace, Name: o.Name})
 	if err != nil {

@@ -10,9 +10,18 @@ import (
 )
 
 // sharingResolver is what authenticates recipients and resolves shared
-// names for the protocol servers; nil until the sharing service is
-// connected, and then the Delta Sharing server is not mounted.
-func (a *App) sharingResolver() sharing.Resolver { return a.cfg.SharingResolver }
+// names for the protocol servers: the sharing service, unless the
+// configuration names another (tests use a fake). Nil (no service): the
+// protocol servers are not mounted.
+func (a *App) sharingResolver() sharing.Resolver {
+	if a.cfg.SharingResolver != nil {
+		return a.cfg.SharingResolver
+	}
+	if a.sharing == nil {
+		return nil
+	}
+	return a.sharing
+}
 
 // deltaSharing returns the Delta Sharing server (mounted under
 // deltasharing.Prefix), or nil when there is no resolver or the warehouse

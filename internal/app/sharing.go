@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/floe-lake/floe/sharing"
+	"github.com/floe-lake/floe/sharing/deltasharing"
 )
 
 // SharingSettings bounds what the sharing service stores (YAML sharing;
@@ -71,7 +72,8 @@ func (s SharingSettings) validate() error {
 // authorizer and this node's revocations.
 func (a *App) newSharing() *sharing.Service {
 	return sharing.New(sharing.Options{Store: a.store, Catalog: a.cat, Authz: a.authz, Revocations: a.revocations,
-		Limits: a.cfg.Sharing.Limits(), DefaultWarehouse: a.cfg.Warehouse, Audit: a.events.Record, Logger: a.log})
+		Limits: a.cfg.Sharing.Limits(), DefaultWarehouse: a.cfg.Warehouse, Audit: a.events.Record, Logger: a.log,
+		CheckFilters: []func(string) error{deltasharing.ParseFilter}})
 }
 
 // Sharing returns the sharing service: shares, recipients and, for the

@@ -1,107 +1,88 @@
 """The `delta-sharing` Python connector (PyPI) reads Floe's shares.
 
-Until the sharing service is merged, the shares and recipients come from a
-JSON file read by tests/interop/dsfixture: a real Floe node (REST catalog, S3
-endpoint, Delta Sharing server under /delta-sharing) whose only stand-in is
-the sharing.Resolver. The tables are made with PyIceberg through the REST
-catalog; the recipient reads them with delta_sharing.load_as_pandas, whose
-rows must match PyIceberg's.
-
-The fixture is built from the repository with `go build` (or taken from
-$FLOE_DS_FIXTURE). Once the service exists, the same checks run against
-`floe serve` by creating the share and recipient with `floe share` /
-`floe recipient` instead of writing the JSON file.
+The provider makes the tables with PyIceberg through the REST catalog of the
+shared test server and shares them with the built binary's CLI (`floe share
+create|add|grant`, `floe recipient create --profile-out`); the recipient
+reads them with delta_sharing.load_as_pandas through the profile file the
+CLI wrote, and its rows must match PyIceberg's. Revocation is
+`floe recipient revoke`: URLs already handed out stop working within a
+second.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
 import delta_sharing
 import pyarrow as pa
 import pytest
-from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestamptzType
-
-REPO = Path(__file__).resolve().parents[3]
-TOKEN = "alice-bearer-token-0123456789"
+from test_sharing_admin import _cli
 
 
-class Fixture:
-    """A running dsfixture with its shares file."""
+class Sharing:
+    """One share ("sales_<u>") granted to one recipient, on the shared server."""
 
-    def __init__(self, tmp: Path) -> None:
-        binary = os.environ.get("FLOE_DS_FIXTURE")
-        if not binary:
-            binary = str(tmp / "dsfixture")
-            subprocess.run(["go", "build", "-o", binary, "./tests/interop/dsfixture"], cwd=REPO, check=True)
-        self.shares_path = tmp / "shares.json"
-        self.shares = {
-            "recipients": {TOKEN: {"id": "r-alice", "name": "alice", "token_id": "tok-alice-1", "revoked": False}},
-            "grants": {"alice": ["sales"]},
-            "tables": [],
-        }
-        self.write()
-        self.proc = subprocess.Popen([binary, "-dir", str(tmp / "data"), "-shares", str(self.shares_path)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        info = json.loads(self.proc.stdout.readline())
-        self.url, self.s3_url = info["url"], info["s3_url"]
-        self.credential = info["credential"]
+    def __init__(self, floe, tmp: Path, unique: str) -> None:
+        self.floe, self.url = floe, floe.uri
+        self.ns, self.share_name, self.recipient = f"ds_{unique}", f"sales_{unique}", f"alice_{unique}"
         self.profile = tmp / "floe.share"
-        self.profile.write_text(json.dumps({"shareCredentialsVersion": 1, "endpoint": self.url + "/delta-sharing/",
-                                            "bearerToken": TOKEN}))
-
-    def write(self) -> None:
-        tmp = self.shares_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.shares))
-        tmp.replace(self.shares_path)
+        _cli(floe, "share", "create", self.share_name)
+        _cli(floe, "recipient", "create", self.recipient, "--profile-out", str(self.profile))
+        _cli(floe, "share", "grant", self.share_name, "TO", self.recipient)
+        self.token = json.loads(self.profile.read_text())["bearerToken"]
+        self.tables: set[str] = set()
+        self.shares: dict[str, str] = {}  # shared name -> its share
 
     def share(self, name: str, table: str, history: bool = True, partition_filter: str = "") -> str:
-        self.shares["tables"].append({"id": "obj-" + name, "share": "sales", "schema": "retail", "name": name,
-                                      "namespace": "crm", "table": table, "history": history,
-                                      "partition_filter": partition_filter})
-        self.write()
-        return f"{self.profile}#sales.retail.{name}"
+        """Shares table as retail.<name>: in the first share, or in a share
+        of its own when the first already holds the table (a share holds a
+        table once)."""
+        share = self.share_name
+        if table in self.tables:
+            share = f"{name}_{self.share_name}"
+            _cli(self.floe, "share", "create", share)
+            _cli(self.floe, "share", "grant", share, "TO", self.recipient)
+        self.tables.add(table)
+        self.shares[name] = share
+        args = ["share", "add", share, "table", f"{self.ns}.{table}", "--as", f"retail.{name}"]
+        if history:
+            args.append("--history")
+        if partition_filter:
+            args += ["--partition-filter", partition_filter]
+        _cli(self.floe, *args)
+        return f"{self.profile}#{share}.retail.{name}"
 
-    def catalog(self) -> RestCatalog:
-        return RestCatalog("floe", uri=self.url, warehouse="floe", credential=self.credential,
-                           **{"oauth2-server-uri": self.url + "/v1/oauth/tokens"})
+    def catalog(self):
+        return self.floe.catalog()
 
     def query(self, name: str, body: dict | None = None) -> tuple[int, list[dict]]:
-        req = urllib.request.Request(f"{self.url}/delta-sharing/shares/sales/schemas/retail/tables/{name}/query",
-                                     data=json.dumps(body or {}).encode(), method="POST",
-                                     headers={"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"})
+        req = urllib.request.Request(
+            f"{self.url}/delta-sharing/shares/{self.shares.get(name, self.share_name)}/schemas/retail/tables/{name}/query",
+            data=json.dumps(body or {}).encode(), method="POST",
+            headers={"Authorization": "Bearer " + self.token, "Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(req) as res:
                 return res.status, [json.loads(line) for line in res.read().splitlines()]
         except urllib.error.HTTPError as e:
             return e.code, [json.loads(e.read())]
 
-    def stop(self) -> None:
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+    def revoke(self) -> None:
+        _cli(self.floe, "recipient", "revoke", self.recipient)
 
 
 @pytest.fixture(scope="module")
-def fx():
-    with tempfile.TemporaryDirectory(prefix="floe-ds-") as d:
-        f = Fixture(Path(d))
-        yield f
-        f.stop()
+def fx(floe, tmp_path_factory):
+    return Sharing(floe, tmp_path_factory.mktemp("ds"), uuid.uuid4().hex[:8])
 
 
 SCHEMA = Schema(
@@ -128,8 +109,8 @@ def rows(lo: int, hi: int) -> pa.Table:
 @pytest.fixture(scope="module")
 def orders(fx):
     cat = fx.catalog()
-    cat.create_namespace("crm")
-    tbl = cat.create_table("crm.orders", schema=SCHEMA, partition_spec=SPEC)
+    cat.create_namespace(fx.ns)
+    tbl = cat.create_table(f"{fx.ns}.orders", schema=SCHEMA, partition_spec=SPEC)
     tbl.append(rows(0, 30))
     tbl.append(rows(30, 60))
     return tbl
@@ -150,16 +131,16 @@ def test_load_as_pandas_matches_pyiceberg(fx, orders):
     assert got["amount"].tolist() == want["amount"].tolist()
     assert [t.value for t in got["at"]] == [t.value for t in want["at"]]
     tables = delta_sharing.SharingClient(str(fx.profile)).list_all_tables()
-    assert [(t.share, t.schema, t.name) for t in tables if t.name == "orders"] == [("sales", "retail", "orders")]
+    assert [(t.share, t.schema, t.name) for t in tables if t.name == "orders"] == [(fx.share_name, "retail", "orders")]
 
 
 def test_after_schema_change(fx):
     cat = fx.catalog()
-    tbl = cat.create_table("crm.evolving", schema=SCHEMA, partition_spec=SPEC)
+    tbl = cat.create_table(f"{fx.ns}.evolving", schema=SCHEMA, partition_spec=SPEC)
     tbl.append(rows(0, 9))
     with tbl.update_schema() as u:
         u.add_column("note", StringType())
-    tbl = cat.load_table("crm.evolving")
+    tbl = cat.load_table(f"{fx.ns}.evolving")
     more = rows(9, 18).append_column("note", pa.array([f"n{i}" for i in range(9, 18)], pa.string()))
     tbl.append(more)
     url = fx.share("evolving", "evolving")
@@ -219,8 +200,7 @@ def test_revocation_stops_urls_already_handed_out(fx, orders):
     url = next(l["file"]["url"] for l in lines if "file" in l)
     with urllib.request.urlopen(url) as res:
         assert res.status == 200 and res.read(4) == b"PAR1"
-    fx.shares["recipients"][TOKEN]["revoked"] = True
-    fx.write()
+    fx.revoke()
     revoked = time.monotonic()
     status, _ = fx.query("orders_rev")  # the resolver sees the revocation
     assert status == 401
@@ -234,4 +214,4 @@ def test_revocation_stops_urls_already_handed_out(fx, orders):
         assert time.monotonic() - revoked < 1.0, "a URL handed out still works a second after revocation"
         time.sleep(0.02)
     with pytest.raises(Exception):
-        delta_sharing.load_as_pandas(f"{fx.profile}#sales.retail.orders_rev")
+        delta_sharing.load_as_pandas(f"{fx.profile}#{fx.shares['orders_rev']}.retail.orders_rev")
