@@ -18,6 +18,7 @@ import (
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/internal/netlimit"
 	"github.com/floe-lake/floe/maint"
+	"github.com/floe-lake/floe/sharing"
 )
 
 // Config is Floe's whole configuration. Values come from defaults, then an
@@ -69,6 +70,11 @@ type Config struct {
 	// FLOE_CREDENTIAL_TTL, 15m to 12h; default 1h for the embedded store,
 	// 15m for storage "s3", whose STS credentials cannot be recalled).
 	CredentialTTL time.Duration `yaml:"credential_ttl"`
+	// SharingResolver, if set, authenticates recipients and resolves
+	// shared names for the protocol servers (the sharing service; tests use
+	// a fake): with it every share is served as an Iceberg REST catalog
+	// under /shares/<share>/iceberg. Not settable from YAML, env or flags.
+	SharingResolver sharing.Resolver `yaml:"-"`
 	// Encryption encrypts every object of the embedded store at rest with
 	// AES-256-GCM (env FLOE_ENCRYPTION, default true).
 	Encryption bool `yaml:"encryption"`
