@@ -66,7 +66,7 @@ func scanIDs(t *testing.T, tbl *table.Table) []int64 {
 // hr.salaries) and an unshared one (hr.hidden). The share "sales" offers
 // hr.payroll as emea.orders (history off) and hr.salaries as emea.pay
 // (history on) to the recipient alice.
-func sharedFloe(t *testing.T) (*testkit.Floe, *sharecat.FakeResolver, *rest.Catalog) {
+func sharedFloe(t testing.TB) (*testkit.Floe, *sharecat.FakeResolver, *rest.Catalog) {
 	t.Helper()
 	ctx := context.Background()
 	res := sharecat.NewFakeResolver()
