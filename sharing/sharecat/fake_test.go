@@ -112,3 +112,16 @@ func (f *fakeResolver) Revoked(_ context.Context, r sharing.Recipient) (bool, er
 	defer f.mu.Unlock()
 	return f.revoked[r.TokenID], nil
 }
+
+// unshare removes share's object named schema.name.
+func (f *fakeResolver) unshare(share, schema, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var kept []sharing.Table
+	for _, t := range f.objects[share] {
+		if t.Schema != schema || t.Name != name {
+			kept = append(kept, t)
+		}
+	}
+	f.objects[share] = kept
+}

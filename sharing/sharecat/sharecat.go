@@ -43,6 +43,7 @@ const (
 	DefaultMaxPageSize          = 1000
 	DefaultMaxCachedCredentials = 10000
 	DefaultMaxCachedMetadata    = 1000
+	DefaultMaxCachedResolutions = 10000
 )
 
 // Tables loads the real tables behind shared objects (*catalog.Catalog).
@@ -72,6 +73,14 @@ type Options struct {
 	// MaxCachedMetadata bounds the current-snapshot-only metadata kept for
 	// tables shared without history (default DefaultMaxCachedMetadata).
 	MaxCachedMetadata int
+	// ResolveCacheTTL is how long an authenticated token and a resolved
+	// shared table are reused without asking the resolver (default
+	// DefaultResolveCacheTTL; negative: never). Resolver.Revoked is asked
+	// on every request regardless.
+	ResolveCacheTTL time.Duration
+	// MaxCachedResolutions bounds each of the two resolution caches
+	// (default DefaultMaxCachedResolutions).
+	MaxCachedResolutions int
 	// Audit, if set, records one event per request and one per credential
 	// vended.
 	Audit func(ctx context.Context, e audit.Event)
@@ -83,12 +92,14 @@ type Options struct {
 
 // Handler serves the share catalogs. It is safe for concurrent use.
 type Handler struct {
-	opts  Options
-	log   *slog.Logger
-	mux   *http.ServeMux
-	ids   *httperr.RequestIDs
-	creds *bounded[credKey, *vended]
-	trim  *bounded[string, []byte]
+	opts   Options
+	log    *slog.Logger
+	mux    *http.ServeMux
+	ids    *httperr.RequestIDs
+	creds  *bounded[credKey, *vended]
+	trim   *bounded[string, []byte]
+	auths  *bounded[authKey, authEntry]
+	tables *bounded[tableKey, tableEntry]
 }
 
 // New returns a Handler.
@@ -111,9 +122,17 @@ func New(opts Options) *Handler {
 	if opts.MaxCachedMetadata <= 0 {
 		opts.MaxCachedMetadata = DefaultMaxCachedMetadata
 	}
+	if opts.ResolveCacheTTL == 0 {
+		opts.ResolveCacheTTL = DefaultResolveCacheTTL
+	}
+	if opts.MaxCachedResolutions <= 0 {
+		opts.MaxCachedResolutions = DefaultMaxCachedResolutions
+	}
 	h := &Handler{opts: opts, log: opts.Logger, mux: http.NewServeMux(), ids: httperr.NewRequestIDs(opts.Now),
-		creds: newBounded[credKey, *vended](opts.MaxCachedCredentials),
-		trim:  newBounded[string, []byte](opts.MaxCachedMetadata)}
+		creds:  newBounded[credKey, *vended](opts.MaxCachedCredentials),
+		trim:   newBounded[string, []byte](opts.MaxCachedMetadata),
+		auths:  newBounded[authKey, authEntry](opts.MaxCachedResolutions),
+		tables: newBounded[tableKey, tableEntry](opts.MaxCachedResolutions)}
 	h.routes()
 	return h
 }
@@ -282,7 +301,7 @@ func (h *Handler) authenticate(r *http.Request) (sharing.Recipient, error) {
 func (h *Handler) recipient(r *http.Request, tok string) (sharing.Recipient, error) {
 	ctx := r.Context()
 	addr, _ := netip.ParseAddr(httperr.ClientAddr(r))
-	rc, err := h.opts.Resolver.Authenticate(ctx, tok, addr.Unmap())
+	rc, err := h.authenticateCached(ctx, tok, addr.Unmap())
 	if err != nil {
 		return sharing.Recipient{}, resolverError(err)
 	}

@@ -31,7 +31,7 @@ func (h *Handler) resolve(r *http.Request, c *call) (sharing.Table, error) {
 	if !ok || name == "" {
 		return sharing.Table{}, notFoundFor(r)
 	}
-	t, err := h.opts.Resolver.Table(r.Context(), c.recipient, c.share, schema, name)
+	t, err := h.tableCached(r.Context(), c.recipient, c.share, schema, name)
 	if floe.KindOf(err) == floe.NotFound {
 		return sharing.Table{}, notFoundFor(r)
 	}
