@@ -11,7 +11,7 @@ import (
 
 // DefaultResolveCacheTTL is how long an authenticated token and a resolved
 // table are reused without asking the resolver again.
-const DefaultResolveCacheTTL = time.Second
+const DefaultResolveCacheTTL = 500 * time.Millisecond
 
 // authKey identifies an authentication: the token (hashed: the token itself
 // is never kept) and the client address it came from.
