@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/app"
+	"github.com/floe-lake/floe/internal/spectest"
 	"github.com/floe-lake/floe/internal/testkit"
 	"github.com/floe-lake/floe/sharing"
 	"github.com/floe-lake/floe/sharing/sharecat"
@@ -104,10 +106,38 @@ func sharedFloe(t testing.TB) (*testkit.Floe, *sharecat.FakeResolver, *rest.Cata
 	return f, res, admin
 }
 
-func recipientCatalog(t *testing.T, f *testkit.Floe, credential string) (*rest.Catalog, error) {
+// specCheck validates the share catalog's answers against the Iceberg
+// REST OpenAPI spec, at the paths the spec names (the catalog URI's path
+// taken off).
+type specCheck struct {
+	t       testing.TB
+	spec    *spectest.Spec
+	checked atomic.Int64
+}
+
+func (c *specCheck) RoundTrip(req *http.Request) (*http.Response, error) {
+	_, resp, respBody, err := spectest.Exchange(http.DefaultTransport, req)
+	if err != nil {
+		return nil, err
+	}
+	uri, ok := strings.CutPrefix(req.URL.RequestURI(), "/shares/sales/iceberg")
+	if !ok {
+		return resp, nil // data files, through the S3 endpoint
+	}
+	if verr := c.spec.Validate(req.Context(), req.Method, uri, req.Header, nil, resp.StatusCode, resp.Header, respBody, false); verr != nil {
+		c.t.Errorf("OpenAPI spec violation: %v", verr)
+	}
+	c.checked.Add(1)
+	return resp, nil
+}
+
+func recipientCatalog(t *testing.T, f *testkit.Floe, credential string, rt ...http.RoundTripper) (*rest.Catalog, error) {
 	t.Helper()
-	return rest.NewCatalog(context.Background(), "share", f.URL+"/shares/sales/iceberg",
-		rest.WithCredential(credential), rest.WithWarehouseLocation("sales"))
+	opts := []rest.Option{rest.WithCredential(credential), rest.WithWarehouseLocation("sales")}
+	for _, r := range rt {
+		opts = append(opts, rest.WithCustomTransport(r))
+	}
+	return rest.NewCatalog(context.Background(), "share", f.URL+"/shares/sales/iceberg", opts...)
 }
 
 // TestEndToEndIcebergGo: with only the recipient's credential, iceberg-go
@@ -120,7 +150,12 @@ func TestEndToEndIcebergGo(t *testing.T) {
 	if _, err := recipientCatalog(t, f, "alice:wrong"); err == nil {
 		t.Fatal("a wrong recipient token opened the catalog")
 	}
-	cat, err := recipientCatalog(t, f, "alice:alice-token")
+	spec, err := spectest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := &specCheck{t: t, spec: spec}
+	cat, err := recipientCatalog(t, f, "alice:alice-token", check)
 	if err != nil {
 		t.Fatalf("recipient catalog: %v", err)
 	}
@@ -185,6 +220,9 @@ func TestEndToEndIcebergGo(t *testing.T) {
 	// The admin's rows are intact.
 	if got := scanIDs(t, pay); len(got) != 20 {
 		t.Fatalf("pay has %d rows after refused writes", len(got))
+	}
+	if n := check.checked.Load(); n < 6 {
+		t.Fatalf("only %d exchanges validated against the spec", n)
 	}
 }
 

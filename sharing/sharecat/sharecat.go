@@ -268,6 +268,15 @@ func (h *Handler) wrap(rt route) http.Handler {
 			err = h.serve(rec, r, rt, c)
 		}
 		if err != nil {
+			if r.Method == http.MethodHead {
+				// HEAD answers carry no body: the status says it all.
+				status, _ := httperr.StatusAndType(err)
+				if status >= 500 {
+					h.log.ErrorContext(r.Context(), "request failed", "status", status, "err", err)
+				}
+				rec.WriteHeader(status)
+				return
+			}
 			httperr.Write(rec, r, h.log, c.rid, err)
 		}
 	})

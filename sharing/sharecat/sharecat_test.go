@@ -20,6 +20,7 @@ import (
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/spectest"
 	"github.com/floe-lake/floe/restcat"
 	"github.com/floe-lake/floe/sharing"
 	"github.com/floe-lake/floe/vend"
@@ -247,6 +248,7 @@ func TestReadEndpoints(t *testing.T) {
 			if r.status != tc.status || !bytes.Contains(r.body, []byte(tc.want)) {
 				t.Fatalf("%s %s: %d %s; want %d with %s", tc.method, tc.path, r.status, r.body, tc.status, tc.want)
 			}
+			specValid(t, tc.method, tc.path, r)
 		})
 	}
 	// The endpoints of /v1/config are the read operations only.
@@ -517,6 +519,7 @@ func TestAdversarial(t *testing.T) {
 				t.Fatalf("write refusal says %s", r.body)
 			}
 			noRealNames(t, r.body, tc.path)
+			specValid(t, tc.method, tc.path, r)
 		})
 	}
 	// No existence oracle: a table not shared and one that does not exist
@@ -533,6 +536,39 @@ func TestAdversarial(t *testing.T) {
 	if len(f.minter.minted()) != 0 {
 		t.Fatalf("a refused request vended %d credentials", len(f.minter.minted()))
 	}
+}
+
+// specValid checks an answer against the Iceberg REST OpenAPI spec, at the
+// path the spec names (the catalog URI's path taken off); paths the spec
+// has no operation for are not checked.
+func specValid(t testing.TB, method, path string, r resp) {
+	t.Helper()
+	spec := loadSpec(t)
+	rest := strings.TrimPrefix(path, "/shares/")
+	i := strings.Index(rest, "/iceberg/")
+	if i < 0 {
+		return
+	}
+	uri := rest[i+len("/iceberg"):]
+	err := spec.Validate(context.Background(), method, uri, http.Header{}, nil, r.status, r.header, r.body, false)
+	if err != nil && !strings.Contains(err.Error(), "no such operation in the spec") {
+		t.Fatalf("%s %s: spec violation: %v", method, path, err)
+	}
+}
+
+var (
+	specOnce sync.Once
+	specDoc  *spectest.Spec
+	specErr  error
+)
+
+func loadSpec(t testing.TB) *spectest.Spec {
+	t.Helper()
+	specOnce.Do(func() { specDoc, specErr = spectest.Load() })
+	if specErr != nil {
+		t.Fatal(specErr)
+	}
+	return specDoc
 }
 
 // noRealNames fails if body names a real table or namespace that the
