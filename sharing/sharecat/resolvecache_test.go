@@ -1,10 +1,13 @@
 package sharecat
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/floe-lake/floe/sharing"
 )
 
 // clock is a settable time.
@@ -81,5 +84,28 @@ func TestResolveCacheBounds(t *testing.T) {
 		if a, tb := f.h.auths.len(), f.h.tables.len(); a > 2 || tb > 2 || a == 0 || tb == 0 {
 			t.Fatalf("%d cached authentications, %d cached tables", a, tb)
 		}
+	}
+}
+
+// allowlisting is a resolver with recipients' allowlists.
+type allowlisting struct {
+	*fakeResolver
+	cidrs map[string][]string
+}
+
+func (a allowlisting) AllowedCIDRs(_ context.Context, r sharing.Recipient) ([]string, error) {
+	return a.cidrs[r.Name], nil
+}
+
+// TestAllowlistInCredentials: with a resolver that knows allowlists, the
+// credential vended to a recipient carries its allowlist.
+func TestAllowlistInCredentials(t *testing.T) {
+	f := newFixture(t)
+	res := allowlisting{fakeResolver: f.res, cidrs: map[string][]string{"alice": {"192.0.2.0/24"}}}
+	f.h = New(Options{Resolver: res, Tables: f.tables, Vending: f.h.opts.Vending})
+	f.load(t, "alice-token", cat+"/sales/namespaces/emea/tables/orders")
+	ss := f.minter.minted()
+	if len(ss) != 1 || fmt.Sprint(ss[0].AllowedCIDRs) != "[192.0.2.0/24]" {
+		t.Fatalf("sessions %+v", ss)
 	}
 }
