@@ -27,6 +27,7 @@ import (
 	"github.com/floe-lake/floe/restcat"
 	"github.com/floe-lake/floe/revoke"
 	"github.com/floe-lake/floe/sharing"
+	"github.com/floe-lake/floe/sharing/sharecat"
 	"github.com/floe-lake/floe/sqlgw/rowfilter"
 	"github.com/floe-lake/floe/store/sqlstore"
 	"github.com/floe-lake/floe/vend"
@@ -199,7 +200,8 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	mgmt := a.mgmtHandler()
-	ds := a.deltaSharing() // nil: not mounted
+	ds := a.deltaSharing()         // nil: not mounted
+	shareCat := a.shareCatalogs() // nil: not mounted
 	a.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/v1/") {
 			mgmt.ServeHTTP(w, r)
@@ -207,6 +209,10 @@ func (a *App) init(ctx context.Context) error {
 		}
 		if ds != nil && deltaSharingRoute(r.URL.Path) {
 			ds.ServeHTTP(w, r)
+			return
+		}
+		if shareCat != nil && sharecat.Route(r.URL.Path) {
+			shareCat.ServeHTTP(w, r)
 			return
 		}
 		if oauth.Routes(r.URL.Path) {

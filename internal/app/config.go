@@ -74,9 +74,11 @@ type Config struct {
 	// Sharing server hands recipients (env FLOE_SHARING_URL_TTL, 1m to 1h,
 	// default 15m).
 	SharingURLTTL time.Duration `yaml:"sharing_url_ttl"`
-	// SharingResolver, if set, serves the Delta Sharing protocol under
-	// /delta-sharing with it (the sharing service; tests use a fake). Not
-	// settable from YAML, env or flags.
+	// SharingResolver, if set, authenticates recipients and resolves
+	// shared names for the protocol servers in place of the sharing
+	// service (tests use a fake): the Delta Sharing server under
+	// /delta-sharing and every share's Iceberg REST catalog under
+	// /shares/<share>/iceberg. Not settable from YAML, env or flags.
 	SharingResolver sharing.Resolver `yaml:"-"`
 	// Encryption encrypts every object of the embedded store at rest with
 	// AES-256-GCM (env FLOE_ENCRYPTION, default true).

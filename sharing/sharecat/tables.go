@@ -1,0 +1,349 @@
+package sharecat
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/audit"
+	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/httperr"
+	"github.com/floe-lake/floe/objstore"
+	"github.com/floe-lake/floe/restcat"
+	"github.com/floe-lake/floe/sharing"
+	"github.com/floe-lake/floe/vend"
+)
+
+// resolve returns the shared table the request path names; anything the
+// recipient may not read through this catalog is the same NoSuchTable.
+func (h *Handler) resolve(r *http.Request, c *call) (sharing.Table, error) {
+	schema, ok := schemaParam(r)
+	name := r.PathValue("table")
+	if !ok || name == "" {
+		return sharing.Table{}, notFoundFor(r)
+	}
+	t, err := h.tableCached(r.Context(), c.recipient, c.share, schema, name)
+	if floe.KindOf(err) == floe.NotFound {
+		return sharing.Table{}, notFoundFor(r)
+	}
+	if err != nil {
+		return sharing.Table{}, resolverError(err)
+	}
+	if t.IsView || t.Share != c.share || t.Schema != schema || t.Name != name {
+		return sharing.Table{}, notFoundFor(r)
+	}
+	return t, nil
+}
+
+// alias is the name the recipient sees: share.schema.table.
+func alias(t sharing.Table) string { return t.Share + "." + t.Schema + "." + t.Name }
+
+// load resolves and loads the shared table, refusing one whose partition
+// filter a storage credential cannot express.
+func (h *Handler) load(r *http.Request, c *call) (sharing.Table, *catalog.TableState, error) {
+	t, err := h.resolve(r, c)
+	if err != nil {
+		return t, nil, err
+	}
+	if t.PartitionFilter != "" {
+		return t, nil, floe.E(floe.Forbidden, "", "table %s.%s is shared with a partition filter, which a share catalog cannot enforce "+
+			"with storage credentials: read it through Delta Sharing (the share's profile file)", t.Schema, t.Name)
+	}
+	st, err := h.opts.Tables.LoadTable(r.Context(), t.Warehouse, t.Ident)
+	if floe.KindOf(err) == floe.NotFound {
+		// Shared but dropped since: as if it were not shared. The catalog's
+		// message names the real table, so it is not passed on.
+		return t, nil, notFoundFor(r)
+	}
+	if err != nil {
+		return t, nil, floe.Wrap(floe.Unavailable, err, "table %s.%s cannot be loaded now", t.Schema, t.Name)
+	}
+	return t, st, nil
+}
+
+func (h *Handler) tableExists(w http.ResponseWriter, r *http.Request, c *call) error {
+	if _, err := h.resolve(r, c); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *Handler) loadTable(w http.ResponseWriter, r *http.Request, c *call) error {
+	mode := r.URL.Query().Get("snapshots")
+	if mode != "" && mode != "all" && mode != "refs" {
+		return floe.E(floe.Invalid, "", "snapshots must be 'all' or 'refs', not %q", mode)
+	}
+	t, st, err := h.load(r, c)
+	if err != nil {
+		return err
+	}
+	md := st.JSON
+	switch {
+	case !t.History:
+		if md, err = h.currentOnly(st); err != nil {
+			return err
+		}
+	case mode == "refs":
+		md = st.RefsOnlyJSON()
+	}
+	tail := []byte(`,"config":{}}`)
+	if bucket, prefix, ok := s3Location(st.Metadata.Location()); ok && h.opts.Vending != nil {
+		v, err := h.vend(r, c, t, bucket, prefix, true)
+		if err != nil {
+			return err
+		}
+		tail = v.tail
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	head := []byte(`{"metadata-location":null,"metadata":`)
+	if st.Location != "" {
+		loc, _ := json.Marshal(st.Location)
+		head = append(append([]byte(`{"metadata-location":`), loc...), `,"metadata":`...)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(md)+len(tail)))
+	w.WriteHeader(http.StatusOK)
+	for _, p := range [][]byte{head, md, tail} {
+		if _, err := w.Write(p); err != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// loadCredentials serves GET .../credentials: a freshly minted credential.
+func (h *Handler) loadCredentials(w http.ResponseWriter, r *http.Request, c *call) error {
+	t, st, err := h.load(r, c)
+	if err != nil {
+		return err
+	}
+	if h.opts.Vending == nil {
+		return floe.E(floe.Unsupported, "", "this server does not vend storage credentials")
+	}
+	creds := []storageCredential{}
+	if bucket, prefix, ok := s3Location(st.Metadata.Location()); ok {
+		v, err := h.vend(r, c, t, bucket, prefix, false)
+		if err != nil {
+			return err
+		}
+		creds = v.access.StorageCredentials
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httperr.JSON(w, http.StatusOK, map[string]any{"storage-credentials": creds})
+	return nil
+}
+
+// s3Location splits s3://bucket/key into bucket and a key prefix ending in /.
+func s3Location(loc string) (bucket, prefix string, ok bool) {
+	bucket, key, err := objstore.ParseLocation(loc)
+	p := strings.Trim(key, "/")
+	if err != nil || p == "" {
+		return "", "", false
+	}
+	return bucket, p + "/", true
+}
+
+type storageCredential struct {
+	Prefix string            `json:"prefix"`
+	Config map[string]string `json:"config"`
+}
+
+type tableAccess struct {
+	Config             map[string]string   `json:"config"`
+	StorageCredentials []storageCredential `json:"storage-credentials,omitempty"`
+}
+
+// vended is a credential handed out, with the LoadTableResult members that
+// carry it, encoded once.
+type vended struct {
+	sess   vend.Session
+	minted time.Time
+	access tableAccess
+	tail   []byte // `,"config":{...},"storage-credentials":[...]}`
+}
+
+// credKey identifies a credential that may be handed out again: the same
+// recipient token, shared table (by its alias) and location.
+type credKey struct {
+	tokenID, recipientID, table, location string
+}
+
+// vendReuse is how long after minting a credential loadTable hands it out
+// again (every client still gets almost the full TTL; every mint is audited).
+const vendReuse = time.Minute
+
+// vend returns a read-only credential for the shared table's location,
+// minted for the recipient's token (reused within vendReuse when reuse).
+func (h *Handler) vend(r *http.Request, c *call, t sharing.Table, bucket, prefix string, reuse bool) (*vended, error) {
+	v := h.opts.Vending
+	key := credKey{tokenID: c.recipient.TokenID, recipientID: c.recipient.ID, table: alias(t), location: bucket + "/" + prefix}
+	if reuse {
+		if got, ok := h.creds.get(key); ok && h.opts.Now().Sub(got.minted) < vendReuse &&
+			(v.Revoked == nil || v.Revoked(&got.sess) == nil) {
+			c.credID = got.sess.ID
+			return got, nil
+		}
+	}
+	s := vend.Session{Principal: "recipient:" + c.recipient.Name, PrincipalID: c.recipient.ID, TokenID: c.recipient.TokenID,
+		Table: alias(t), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix, Access: vend.Read}}}
+	if al, ok := h.opts.Resolver.(Allowlister); ok {
+		cidrs, err := al.AllowedCIDRs(r.Context(), c.recipient)
+		if err != nil {
+			return nil, resolverError(err)
+		}
+		s.AllowedCIDRs = cidrs
+	}
+	ttl := v.TTL
+	if exp := c.recipient.TokenExpiry; !exp.IsZero() && exp.Sub(h.opts.Now()) < ttl {
+		ttl = exp.Sub(h.opts.Now()) // vend raises it to its minimum lifetime
+	}
+	creds, sess, err := v.Minter.Mint(r.Context(), s, ttl)
+	if err != nil {
+		return nil, floe.Wrap(floe.Unavailable, err, "cannot vend storage credentials for %s.%s", t.Schema, t.Name)
+	}
+	c.credID = sess.ID
+	h.auditVend(r, c, t, sess)
+	sc := v.ClientConfig()
+	maps.Copy(sc, restcat.CredentialConfig(creds))
+	cfg := maps.Clone(sc)
+	cfg["client.refresh-credentials-endpoint"] = "v1/" + url.PathEscape(t.Share) + "/namespaces/" +
+		url.PathEscape(t.Schema) + "/tables/" + url.PathEscape(t.Name) + "/credentials"
+	cfg["client.refresh-credentials-enabled"] = "true"
+	out := &vended{sess: sess, minted: h.opts.Now(),
+		access: tableAccess{Config: cfg, StorageCredentials: []storageCredential{{Prefix: "s3://" + bucket + "/" + prefix, Config: sc}}}}
+	b, err := json.Marshal(out.access)
+	if err != nil {
+		return nil, floe.Wrap(floe.Internal, err, "internal error")
+	}
+	b[0] = ','
+	out.tail = b
+	if reuse {
+		h.creds.put(key, out)
+	}
+	return out, nil
+}
+
+// auditVend records a credential handed out to a recipient.
+func (h *Handler) auditVend(r *http.Request, c *call, t sharing.Table, s vend.Session) {
+	if h.opts.Audit == nil {
+		return
+	}
+	g := s.Grants[0]
+	h.opts.Audit(r.Context(), audit.Event{RequestID: c.rid, Principal: "recipient:" + c.recipient.Name,
+		ClientAddr: httperr.ClientAddr(r), Action: "storage.credentials.vend", Resource: "table:" + alias(t),
+		Outcome: audit.OutcomeSuccess, Detail: map[string]any{
+			"credential_id": s.ID, "access_key_id": s.AccessKeyID, "access": g.Access.String(),
+			"location": "s3://" + g.Bucket + "/" + g.Prefix, "expires": s.Expires.UTC().Format(time.RFC3339),
+			"token_id": s.TokenID, "recipient": c.recipient.Name, "recipient_id": c.recipient.ID,
+			"share": t.Share, "object_id": t.ID, "table": alias(t)}})
+}
+
+// currentOnly returns st's metadata with only its current snapshot: the
+// other snapshots, their log entries and statistics, every ref but main
+// and the metadata log are dropped. Cached by metadata location.
+func (h *Handler) currentOnly(st *catalog.TableState) ([]byte, error) {
+	if st.Location != "" {
+		if b, ok := h.trim.get(st.Location); ok {
+			return b, nil
+		}
+	}
+	b, err := trimHistory(st.JSON, st.Metadata)
+	if err != nil {
+		return nil, floe.Wrap(floe.Internal, err, "internal error")
+	}
+	if st.Location != "" {
+		h.trim.put(st.Location, b)
+	}
+	return b, nil
+}
+
+// trimHistory implements currentOnly on raw metadata JSON.
+func trimHistory(raw []byte, md table.Metadata) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("trim table metadata: %w", err)
+	}
+	cur := int64(-1)
+	if s := md.CurrentSnapshot(); s != nil {
+		cur = s.SnapshotID
+	}
+	keep := func(field, idKey string) {
+		var items []map[string]json.RawMessage
+		if json.Unmarshal(obj[field], &items) != nil {
+			delete(obj, field)
+			return
+		}
+		kept := []map[string]json.RawMessage{}
+		for _, it := range items {
+			var id int64
+			if json.Unmarshal(it[idKey], &id) == nil && id == cur && cur != -1 {
+				kept = append(kept, it)
+			}
+		}
+		obj[field], _ = json.Marshal(kept)
+	}
+	keep("snapshots", "snapshot-id")
+	keep("snapshot-log", "snapshot-id")
+	if _, ok := obj["statistics"]; ok {
+		keep("statistics", "snapshot-id")
+	}
+	if _, ok := obj["partition-statistics"]; ok {
+		keep("partition-statistics", "snapshot-id")
+	}
+	obj["metadata-log"] = json.RawMessage(`[]`)
+	var refs map[string]json.RawMessage
+	_ = json.Unmarshal(obj["refs"], &refs)
+	main := map[string]json.RawMessage{}
+	if m, ok := refs["main"]; ok && cur != -1 {
+		main["main"] = m
+	}
+	obj["refs"], _ = json.Marshal(main)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("trim table metadata: %w", err)
+	}
+	return out, nil
+}
+
+// bounded is a map of at most max entries that starts afresh when full.
+type bounded[K comparable, V any] struct {
+	mu  sync.Mutex
+	max int
+	m   map[K]V
+}
+
+func newBounded[K comparable, V any](max int) *bounded[K, V] {
+	return &bounded[K, V]{max: max, m: map[K]V{}}
+}
+
+func (b *bounded[K, V]) get(k K) (V, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v, ok := b.m[k]
+	return v, ok
+}
+
+func (b *bounded[K, V]) put(k K, v V) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.m[k]; !ok && len(b.m) >= b.max {
+		clear(b.m)
+	}
+	b.m[k] = v
+}
+
+func (b *bounded[K, V]) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.m)
+}
