@@ -200,7 +200,7 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	mgmt := a.mgmtHandler()
-	ds := a.deltaSharing()         // nil: not mounted
+	ds := a.deltaSharing()        // nil: not mounted
 	shareCat := a.shareCatalogs() // nil: not mounted
 	a.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/v1/") {
