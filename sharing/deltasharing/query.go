@@ -403,8 +403,10 @@ func (c *call) signer(ctx context.Context, rt *resolved) (*urlSigner, error) {
 	if err != nil || prefix == "" {
 		return nil, &apiError{status: 500, code: codeInternal, msg: "internal error", err: errors.New("table location is not on S3")}
 	}
+	// Read-objects: the URLs are GETs of listed files; the credential (its
+	// secret never leaves the server) could not list anything either.
 	s := vend.Session{Principal: sharing.CredentialPrincipal(c.rcpt.Name), PrincipalID: c.rcpt.ID, TokenID: c.rcpt.TokenID,
-		Table: rt.t.Ident.String(), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix + "/", Access: vend.Read}}}
+		Table: rt.t.Ident.String(), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix + "/", Access: vend.ReadObjects}}}
 	creds, sess, err := o.Minter.Mint(ctx, s, o.URLTTL)
 	if err != nil {
 		return nil, err
