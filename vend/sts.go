@@ -303,7 +303,9 @@ func sessionPolicy(partition string, grants []Grant) (string, error) {
 		if g.Access == ReadWrite {
 			write = appendNew(write, obj)
 		}
-		prefixes[g.Bucket] = appendNew(appendNew(prefixes[g.Bucket], p), p+"*")
+		if g.Access != ReadObjects { // read by key only: no listing
+			prefixes[g.Bucket] = appendNew(appendNew(prefixes[g.Bucket], p), p+"*")
+		}
 	}
 	doc := policyDocument{Version: "2012-10-17"}
 	doc.Statement = append(doc.Statement, policyStatement{Sid: "Read", Effect: "Allow", Action: readActions, Resource: read})
@@ -313,6 +315,9 @@ func sessionPolicy(partition string, grants []Grant) (string, error) {
 	bucketARNs := make([]string, len(buckets))
 	for i, b := range buckets {
 		bucketARNs[i] = arn + b
+		if len(prefixes[b]) == 0 {
+			continue
+		}
 		doc.Statement = append(doc.Statement, policyStatement{
 			Sid: fmt.Sprintf("List%d", i), Effect: "Allow", Action: []string{"s3:ListBucket"}, Resource: []string{arn + b},
 			Condition: map[string]map[string][]string{"StringLike": {"s3:prefix": prefixes[b]}},

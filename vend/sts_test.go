@@ -317,6 +317,10 @@ func TestSessionPolicy(t *testing.T) {
 				`{"Sid":"Write","Effect":"Allow","Action":["s3:PutObject","s3:DeleteObject","s3:AbortMultipartUpload","s3:ListMultipartUploadParts"],"Resource":["arn:aws:s3:::lake/crm/accounts-0a1b/*"]},` +
 				`{"Sid":"List0","Effect":"Allow","Action":["s3:ListBucket"],"Resource":["arn:aws:s3:::lake"],"Condition":{"StringLike":{"s3:prefix":["crm/accounts-0a1b/","crm/accounts-0a1b/*"]}}},` +
 				`{"Sid":"Location","Effect":"Allow","Action":["s3:GetBucketLocation"],"Resource":["arn:aws:s3:::lake"]}]}`},
+		{"read-objects: no listing", []vend.Grant{{Bucket: "lake", Prefix: "crm/accounts-0a1b/", Access: vend.ReadObjects}},
+			`{"Version":"2012-10-17","Statement":[` +
+				`{"Sid":"Read","Effect":"Allow","Action":["s3:GetObject","s3:GetObjectVersion"],"Resource":["arn:aws:s3:::lake/crm/accounts-0a1b/*"]},` +
+				`{"Sid":"Location","Effect":"Allow","Action":["s3:GetBucketLocation"],"Resource":["arn:aws:s3:::lake"]}]}`},
 		{"escaped", []vend.Grant{{Bucket: "lake", Prefix: "a*b?c${aws:username}<&>/", Access: vend.Read}},
 			`{"Version":"2012-10-17","Statement":[` +
 				`{"Sid":"Read","Effect":"Allow","Action":["s3:GetObject","s3:GetObjectVersion"],"Resource":["arn:aws:s3:::lake/a${*}b${?}c${$}{aws:username}<&>/*"]},` +

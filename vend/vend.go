@@ -70,6 +70,12 @@ const (
 	// read the table's files carries, in Session.Notice, why and where to
 	// read instead, and Floe's S3 endpoint answers with it.
 	Notice Access = 3
+	// ReadObjects allows reading objects whose keys the holder knows, but
+	// not listing: a credential for a table shared without its history,
+	// whose older files must not be found by listing the table's prefix
+	// (their keys carry random parts and appear only in metadata the
+	// holder is not given).
+	ReadObjects Access = 4
 )
 
 // String returns "read" or "read-write".
@@ -81,6 +87,8 @@ func (a Access) String() string {
 		return "read-write"
 	case Notice:
 		return "notice"
+	case ReadObjects:
+		return "read-objects"
 	}
 	return fmt.Sprintf("access(%d)", uint8(a))
 }
@@ -113,7 +121,7 @@ func (g Grant) Validate() error {
 		return bad("prefix %q must end and must not start with /", g.Prefix)
 	case hasDotSegment(g.Prefix) || hasControl(g.Prefix):
 		return bad("prefix %q has a . or .. segment or a control character", g.Prefix)
-	case g.Access != Read && g.Access != ReadWrite && g.Access != Notice:
+	case g.Access != Read && g.Access != ReadWrite && g.Access != Notice && g.Access != ReadObjects:
 		return bad("unknown access %v", g.Access)
 	}
 	return nil
@@ -204,7 +212,23 @@ func (s Session) Allows(bucket, key string, write bool) bool {
 			}
 			continue
 		}
-		if (g.Access == Read || g.Access == ReadWrite) && (strings.HasPrefix(key, g.Prefix) || key+"/" == g.Prefix) {
+		if (g.Access == Read || g.Access == ReadWrite || g.Access == ReadObjects) && (strings.HasPrefix(key, g.Prefix) || key+"/" == g.Prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowsList reports whether the session may list bucket with prefix (and
+// see a listed key or common prefix of that form): as Allows for reading,
+// except that ReadObjects grants never allow listing.
+func (s Session) AllowsList(bucket, prefix string) bool {
+	if hasDotSegment(prefix) {
+		return false
+	}
+	for _, g := range s.Grants {
+		if g.Bucket == bucket && g.Prefix != "" && (g.Access == Read || g.Access == ReadWrite) &&
+			(strings.HasPrefix(prefix, g.Prefix) || prefix+"/" == g.Prefix) {
 			return true
 		}
 	}

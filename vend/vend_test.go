@@ -16,6 +16,7 @@ func TestAccessString(t *testing.T) {
 	}{
 		{vend.Read, "read"},
 		{vend.ReadWrite, "read-write"},
+		{vend.ReadObjects, "read-objects"},
 		{0, "access(0)"},
 		{7, "access(7)"},
 	} {
@@ -69,8 +70,9 @@ func TestGrantValidate(t *testing.T) {
 		{"control in prefix", func(g *vend.Grant) { g.Prefix = "crm/\x00/" }, false},
 		{"long prefix", func(g *vend.Grant) { g.Prefix = strings.Repeat("p", 1024) + "/" }, false},
 		{"no access", func(g *vend.Grant) { g.Access = 0 }, false},
-		{"unknown access", func(g *vend.Grant) { g.Access = 4 }, false},
+		{"unknown access", func(g *vend.Grant) { g.Access = 5 }, false},
 		{"notice access", func(g *vend.Grant) { g.Access = vend.Notice }, true},
+		{"read-objects access", func(g *vend.Grant) { g.Access = vend.ReadObjects }, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := ok
@@ -92,6 +94,7 @@ func TestAllows(t *testing.T) {
 		{Bucket: "lake", Prefix: "crm/orders-77/", Access: vend.ReadWrite},
 		{Bucket: "other", Prefix: "t/", Access: vend.ReadWrite},
 		{Bucket: "lake", Prefix: "broken/", Access: 0},
+		{Bucket: "lake", Prefix: "shared/now-1/", Access: vend.ReadObjects},
 	}}
 	for _, tt := range []struct {
 		bucket, key       string
@@ -122,9 +125,17 @@ func TestAllows(t *testing.T) {
 		{"Lake", "crm/orders-77/x", false, false, false},
 		{"", "crm/orders-77/x", false, false, false},
 		{"lake", "broken/x", false, false, false}, // invalid access allows nothing
+		// read-objects: objects by key, never a listing
+		{"lake", "shared/now-1/data/f.parquet", true, false, false},
+		{"lake", "shared/now-1/", true, false, false},
+		{"lake", "shared/now-1/data/", true, false, false},
+		{"lake", "shared/now-1/../x", false, false, false},
 	} {
 		if got := s.Allows(tt.bucket, tt.key, false); got != (tt.read || tt.list) {
 			t.Errorf("Allows(%q, %q, read) = %v, want %v", tt.bucket, tt.key, got, tt.read || tt.list)
+		}
+		if got := s.AllowsList(tt.bucket, tt.key); got != tt.list {
+			t.Errorf("AllowsList(%q, %q) = %v, want %v", tt.bucket, tt.key, got, tt.list)
 		}
 		if got := s.Allows(tt.bucket, tt.key, true); got != tt.write {
 			t.Errorf("Allows(%q, %q, write) = %v, want %v", tt.bucket, tt.key, got, tt.write)

@@ -153,6 +153,13 @@ func errAccessDenied(sess *vend.Session, op, bucketName, key string, write bool)
 		describeGrants(sess), op, bucketName, key, need))
 }
 
+// errListDenied is the AccessDenied error of a listing the session may not
+// make (read-objects grants read objects by key and never list).
+func errListDenied(sess *vend.Session, op, bucketName, prefix string) *apiError {
+	return errorf("AccessDenied", http.StatusForbidden, fmt.Sprintf("%s; %s on s3://%s with prefix %q needs list (read, not read-objects)",
+		describeGrants(sess), op, bucketName, prefix))
+}
+
 func describeGrants(sess *vend.Session) string {
 	who := sess.Table
 	if who == "" {

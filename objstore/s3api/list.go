@@ -124,10 +124,10 @@ func (s *Server) listPage(ctx context.Context, q *request, p listParams, startAf
 	}
 	if q.sess != nil {
 		res.Objects = slices.DeleteFunc(res.Objects, func(o bucket.ObjectInfo) bool {
-			return !q.sess.Allows(q.bucket, o.Key, false)
+			return !q.sess.AllowsList(q.bucket, o.Key)
 		})
 		res.CommonPrefixes = slices.DeleteFunc(res.CommonPrefixes, func(cp string) bool {
-			return !q.sess.Allows(q.bucket, cp, false)
+			return !q.sess.AllowsList(q.bucket, cp)
 		})
 	}
 	return res, last, nil

@@ -195,7 +195,10 @@ func (s *Server) checkAccess(q *request, op operation) error {
 	case permList:
 		prefix := q.query.Get("prefix")
 		q.auditKey = prefix
-		return authorize(q.sess, op.name, q.bucket, prefix, false)
+		if q.sess == nil || q.sess.AllowsList(q.bucket, prefix) {
+			return nil
+		}
+		return errListDenied(q.sess, op.name, q.bucket, prefix)
 	case permBucket:
 		return authorizeBucket(q.sess, op.name, q.bucket)
 	case permSelf:

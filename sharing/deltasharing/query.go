@@ -20,6 +20,7 @@ import (
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/objstore"
+	"github.com/floe-lake/floe/sharing"
 	"github.com/floe-lake/floe/sigv4"
 	"github.com/floe-lake/floe/vend"
 )
@@ -402,8 +403,10 @@ func (c *call) signer(ctx context.Context, rt *resolved) (*urlSigner, error) {
 	if err != nil || prefix == "" {
 		return nil, &apiError{status: 500, code: codeInternal, msg: "internal error", err: errors.New("table location is not on S3")}
 	}
-	s := vend.Session{Principal: "recipient:" + c.rcpt.Name, PrincipalID: c.rcpt.ID, TokenID: c.rcpt.TokenID,
-		Table: rt.t.Ident.String(), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix + "/", Access: vend.Read}}}
+	// Read-objects: the URLs are GETs of listed files; the credential (its
+	// secret never leaves the server) could not list anything either.
+	s := vend.Session{Principal: sharing.CredentialPrincipal(c.rcpt.Name), PrincipalID: c.rcpt.ID, TokenID: c.rcpt.TokenID,
+		Table: rt.t.Ident.String(), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix + "/", Access: vend.ReadObjects}}}
 	creds, sess, err := o.Minter.Mint(ctx, s, o.URLTTL)
 	if err != nil {
 		return nil, err
@@ -462,7 +465,7 @@ func (c *call) auditURLs(rt *resolved, s *urlSigner, n int) {
 	if c.h.opts.Audit == nil {
 		return
 	}
-	e := audit.Event{RequestID: c.rid, Principal: "recipient:" + c.rcpt.Name, ClientAddr: clientAddr(c.r).String(),
+	e := audit.Event{RequestID: c.rid, Principal: sharing.CredentialPrincipal(c.rcpt.Name), ClientAddr: clientAddr(c.r).String(),
 		Action: "deltasharing.urls.issue", Resource: "table:" + rt.t.Warehouse + "." + rt.t.Ident.String(), Outcome: audit.OutcomeSuccess,
 		Detail: map[string]any{"count": n, "credential_id": s.sess.ID, "access_key_id": s.sess.AccessKeyID,
 			"expires": s.expires.UTC().Format(time.RFC3339), "recipient_id": c.rcpt.ID, "recipient": c.rcpt.Name,

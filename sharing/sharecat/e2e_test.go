@@ -291,6 +291,32 @@ func TestEndToEndCredentialScope(t *testing.T) {
 	if err == nil {
 		t.Fatal("the recipient's credential wrote into the shared table")
 	}
+	// History off: the credential reads by key only. Listing the table's
+	// prefix would find the files of older snapshots, whose metadata the
+	// recipient is not given.
+	list := func(cli *s3.Client, loc string) error {
+		_, err := cli.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(f.Warehouse), Prefix: aws.String(key(loc) + "/")})
+		return err
+	}
+	if err := list(cli, orders.Location()); err == nil || !strings.Contains(err.Error(), "AccessDenied") {
+		t.Fatalf("the credential of a history-off table listed its prefix: %v", err)
+	}
+	// History on: the whole history is the recipient's, listing included.
+	pay, err := cat.LoadTable(ctx, table.Identifier{"emea", "pay"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp = f.DoAs(t, "alice-token", "GET", "/shares/sales/iceberg/v1/sales/namespaces/emea/tables/pay/credentials", nil)
+	resp.JSON(t, &out)
+	if resp.Status != 200 || len(out.StorageCredentials) != 1 {
+		t.Fatalf("credentials: %d %s", resp.Status, resp.Body)
+	}
+	pc := out.StorageCredentials[0].Config
+	payCli := s3.New(s3.Options{BaseEndpoint: aws.String(f.App.S3URL()), Region: c["client.region"], UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(pc["s3.access-key-id"], pc["s3.secret-access-key"], pc["s3.session-token"])})
+	if err := list(payCli, pay.Location()); err != nil {
+		t.Fatalf("the credential of a history-on table cannot list its prefix: %v", err)
+	}
 	// Audit: the vend and the loadTable, for the recipient with its token id.
 	var vend, load bool
 	deadline := time.Now().Add(5 * time.Second)

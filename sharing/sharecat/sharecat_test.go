@@ -339,7 +339,7 @@ func TestHistoryOff(t *testing.T) {
 }
 
 // TestVendedCredential: loadTable vends a read-only credential for the
-// table's location, for the recipient's token, named by the alias, audited
+// table's location (read-objects: the table is shared without history), for the recipient's token, named by the alias, audited
 // with recipient, share, table and token id; a second load within a minute
 // reuses it; the credentials endpoint mints a new one.
 func TestVendedCredential(t *testing.T) {
@@ -362,7 +362,8 @@ func TestVendedCredential(t *testing.T) {
 		t.Fatalf("%d sessions", len(ss))
 	}
 	s := ss[0]
-	want := vend.Grant{Bucket: "floe-wh", Prefix: "hr/payroll-0a1b/", Access: vend.Read}
+	// emea.orders is shared without history: read by key only (no listing).
+	want := vend.Grant{Bucket: "floe-wh", Prefix: "hr/payroll-0a1b/", Access: vend.ReadObjects}
 	if s.TokenID != "tid-alice" || s.Principal != "recipient:alice" || s.Table != "sales.emea.orders" ||
 		len(s.Grants) != 1 || s.Grants[0] != want {
 		t.Fatalf("session %+v", s)
@@ -381,7 +382,7 @@ func TestVendedCredential(t *testing.T) {
 			vends++
 			d := e.Detail
 			if e.Principal != "recipient:alice" || e.Resource != "table:sales.emea.orders" || d["recipient"] != "alice" ||
-				d["share"] != "sales" || d["table"] != "sales.emea.orders" || d["token_id"] != "tid-alice" || d["access"] != "read" {
+				d["share"] != "sales" || d["table"] != "sales.emea.orders" || d["token_id"] != "tid-alice" || d["access"] != "read-objects" {
 				t.Errorf("vend event %+v", e)
 			}
 		case "share.catalog.loadTable":

@@ -194,8 +194,15 @@ func (h *Handler) vend(r *http.Request, c *call, t sharing.Table, bucket, prefix
 			return got, nil
 		}
 	}
-	s := vend.Session{Principal: "recipient:" + c.recipient.Name, PrincipalID: c.recipient.ID, TokenID: c.recipient.TokenID,
-		Table: alias(t), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix, Access: vend.Read}}}
+	access := vend.Read
+	if !t.History {
+		// Without history the recipient gets the current snapshot's
+		// metadata only; a credential that could list the table's prefix
+		// would find the older files. It reads by key only.
+		access = vend.ReadObjects
+	}
+	s := vend.Session{Principal: sharing.CredentialPrincipal(c.recipient.Name), PrincipalID: c.recipient.ID, TokenID: c.recipient.TokenID,
+		Table: alias(t), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix, Access: access}}}
 	if al, ok := h.opts.Resolver.(Allowlister); ok {
 		cidrs, err := al.AllowedCIDRs(r.Context(), c.recipient)
 		if err != nil {
