@@ -27,3 +27,16 @@ func ParseLocation(location string) (bucket, key string, err error) {
 	}
 	return bucket, key, nil
 }
+
+// LocationPrefix splits a table location s3://bucket/key (also s3a://,
+// s3n://) into its bucket and the key prefix of everything under it, with
+// one trailing slash; ok is false for a location that is not on S3 or is
+// a bucket's root. The key is literal, as engines use it.
+func LocationPrefix(loc string) (bucket, prefix string, ok bool) {
+	bucket, key, err := ParseLocation(loc)
+	p := strings.Trim(key, "/")
+	if err != nil || p == "" {
+		return "", "", false
+	}
+	return bucket, p + "/", true
+}

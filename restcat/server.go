@@ -175,7 +175,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &statusRecorder{StatusRecorder: httperr.StatusRecorder{ResponseWriter: w}}
 		w = rec
 		defer func() {
 			if p := recover(); p != nil {
@@ -228,24 +228,9 @@ func (h *Handler) wrap(rt route) http.Handler {
 
 // statusRecorder remembers the status and error of a response for its audit event.
 type statusRecorder struct {
-	http.ResponseWriter
-	status int
+	httperr.StatusRecorder
 	err    error
 	claims *auth.Claims
-}
-
-func (rw *statusRecorder) WriteHeader(code int) {
-	if rw.status == 0 {
-		rw.status = code
-	}
-	rw.ResponseWriter.WriteHeader(code)
-}
-
-func (rw *statusRecorder) Write(b []byte) (int, error) {
-	if rw.status == 0 {
-		rw.status = http.StatusOK
-	}
-	return rw.ResponseWriter.Write(b)
 }
 
 // Unwrap lets http.ResponseController reach the connection.
@@ -258,7 +243,7 @@ func (h *Handler) audit(r *http.Request, rt route, rec *statusRecorder, start ti
 	if h.opts.Audit == nil {
 		return
 	}
-	status := rec.status
+	status := rec.Status
 	if status == 0 {
 		status = http.StatusOK
 	}

@@ -156,17 +156,6 @@ func delegation(r *http.Request) string {
 	return delegateVended
 }
 
-// s3Location splits s3://bucket/key (also s3a://, s3n://) into bucket and
-// key prefix with a trailing slash. The key is literal, as engines use it.
-func s3Location(loc string) (bucket, prefix string, ok bool) {
-	bucket, key, err := objstore.ParseLocation(loc)
-	p := strings.Trim(key, "/")
-	if err != nil || p == "" {
-		return "", "", false
-	}
-	return bucket, p + "/", true
-}
-
 // tableAccess is what a LoadTableResult carries for storage access.
 type tableAccess struct {
 	Config             map[string]string   `json:"config"`
@@ -215,7 +204,7 @@ func session(ctx context.Context, id catalog.Ident, bucket, prefix string, write
 // credentials otherwise. A location that is not on S3 gets an empty config.
 func (h *Handler) access(r *http.Request, wh string, id catalog.Ident, tableLoc string) (tableAccess, error) {
 	v := h.opts.Vending
-	bucket, prefix, ok := s3Location(tableLoc)
+	bucket, prefix, ok := objstore.LocationPrefix(tableLoc)
 	if v == nil || !ok {
 		return tableAccess{Config: map[string]string{}}, nil
 	}
@@ -409,7 +398,7 @@ func (h *Handler) loadCredentials(w http.ResponseWriter, r *http.Request) error 
 		return floe.E(floe.Unsupported, "", "this server does not vend storage credentials")
 	}
 	creds := []storageCredential{}
-	if bucket, prefix, ok := s3Location(st.Metadata.Location()); ok {
+	if bucket, prefix, ok := objstore.LocationPrefix(st.Metadata.Location()); ok {
 		acc, err := h.vendedAccess(r, id, bucket, prefix, write, false)
 		if err != nil {
 			return err
@@ -459,7 +448,7 @@ func (h *Handler) signRequest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	bucket, prefix, ok := s3Location(st.Metadata.Location())
+	bucket, prefix, ok := objstore.LocationPrefix(st.Metadata.Location())
 	if !ok {
 		return floe.E(floe.Invalid, "", "table %s is not stored on S3", id)
 	}

@@ -398,15 +398,14 @@ func (c *call) signer(ctx context.Context, rt *resolved) (*urlSigner, error) {
 	if revoked {
 		return nil, &apiError{status: 401, code: codeUnauth, msg: "the bearer token has been revoked or has expired"}
 	}
-	bucket, key, err := objstore.ParseLocation(rt.state.Metadata.Location())
-	prefix := strings.Trim(key, "/")
-	if err != nil || prefix == "" {
+	bucket, prefix, ok := objstore.LocationPrefix(rt.state.Metadata.Location())
+	if !ok {
 		return nil, &apiError{status: 500, code: codeInternal, msg: "internal error", err: errors.New("table location is not on S3")}
 	}
 	// Read-objects: the URLs are GETs of listed files; the credential (its
 	// secret never leaves the server) could not list anything either.
 	s := vend.Session{Principal: sharing.CredentialPrincipal(c.rcpt.Name), PrincipalID: c.rcpt.ID, TokenID: c.rcpt.TokenID,
-		Table: rt.t.Ident.String(), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix + "/", Access: vend.ReadObjects}}}
+		Table: rt.t.Ident.String(), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix, Access: vend.ReadObjects}}}
 	creds, sess, err := o.Minter.Mint(ctx, s, o.URLTTL)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/internal/httperr"
 	"github.com/floe-lake/floe/sharing"
 )
 
@@ -19,11 +20,11 @@ import (
 func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 	start := h.opts.Now()
 	c := &call{rid: h.ids.Of(w, r), share: r.PathValue("share")}
-	rec := &statusRecorder{ResponseWriter: w}
+	rec := &httperr.StatusRecorder{ResponseWriter: w}
 	var err error
 	authed := false
 	defer func() {
-		h.audit(r, route{name: "oauthToken"}, c, authed, rec.status, err, start)
+		h.audit(r, route{name: "oauthToken"}, c, authed, rec.Status, err, start)
 	}()
 	r.Body = http.MaxBytesReader(rec, r.Body, h.opts.MaxBodyBytes)
 	fail := func(status int, code, desc string) {

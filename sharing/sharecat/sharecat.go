@@ -232,26 +232,6 @@ type call struct {
 	credID    string
 }
 
-// statusRecorder remembers the status of a response for its audit event.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (rw *statusRecorder) WriteHeader(code int) {
-	if rw.status == 0 {
-		rw.status = code
-	}
-	rw.ResponseWriter.WriteHeader(code)
-}
-
-func (rw *statusRecorder) Write(b []byte) (int, error) {
-	if rw.status == 0 {
-		rw.status = http.StatusOK
-	}
-	return rw.ResponseWriter.Write(b)
-}
-
 // wrap adds authentication, the revocation check, the read-only rule, the
 // body limit, panic recovery, error mapping and the audit event around one
 // operation.
@@ -259,7 +239,7 @@ func (h *Handler) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := h.opts.Now()
 		c := &call{rid: h.ids.Of(w, r), share: r.PathValue("share")}
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &httperr.StatusRecorder{ResponseWriter: w}
 		var err error
 		authed := false
 		defer func() {
@@ -268,7 +248,7 @@ func (h *Handler) wrap(rt route) http.Handler {
 				err = floe.Wrap(floe.Internal, nil, "internal error")
 				httperr.Write(rec, r, h.log, c.rid, err)
 			}
-			h.audit(r, rt, c, authed, rec.status, err, start)
+			h.audit(r, rt, c, authed, rec.Status, err, start)
 		}()
 		r.Body = http.MaxBytesReader(rec, r.Body, h.opts.MaxBodyBytes)
 		if c.recipient, err = h.authenticate(r); err == nil {

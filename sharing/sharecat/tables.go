@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -97,7 +96,7 @@ func (h *Handler) loadTable(w http.ResponseWriter, r *http.Request, c *call) err
 		md = st.RefsOnlyJSON()
 	}
 	tail := []byte(`,"config":{}}`)
-	if bucket, prefix, ok := s3Location(st.Metadata.Location()); ok && h.opts.Vending != nil {
+	if bucket, prefix, ok := objstore.LocationPrefix(st.Metadata.Location()); ok && h.opts.Vending != nil {
 		v, err := h.vend(r, c, t, bucket, prefix, true)
 		if err != nil {
 			return err
@@ -131,7 +130,7 @@ func (h *Handler) loadCredentials(w http.ResponseWriter, r *http.Request, c *cal
 		return floe.E(floe.Unsupported, "", "this server does not vend storage credentials")
 	}
 	creds := []storageCredential{}
-	if bucket, prefix, ok := s3Location(st.Metadata.Location()); ok {
+	if bucket, prefix, ok := objstore.LocationPrefix(st.Metadata.Location()); ok {
 		v, err := h.vend(r, c, t, bucket, prefix, false)
 		if err != nil {
 			return err
@@ -141,16 +140,6 @@ func (h *Handler) loadCredentials(w http.ResponseWriter, r *http.Request, c *cal
 	w.Header().Set("Cache-Control", "no-store")
 	httperr.JSON(w, http.StatusOK, map[string]any{"storage-credentials": creds})
 	return nil
-}
-
-// s3Location splits s3://bucket/key into bucket and a key prefix ending in /.
-func s3Location(loc string) (bucket, prefix string, ok bool) {
-	bucket, key, err := objstore.ParseLocation(loc)
-	p := strings.Trim(key, "/")
-	if err != nil || p == "" {
-		return "", "", false
-	}
-	return bucket, p + "/", true
 }
 
 type storageCredential struct {
