@@ -10,6 +10,7 @@ import (
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/authz"
+	"github.com/floe-lake/floe/internal/httperr"
 	"github.com/floe-lake/floe/sharing"
 )
 
@@ -396,17 +397,7 @@ func (h *Handler) getRecipient(c *call) error {
 }
 
 // baseURL is the URL recipients reach this server at: Options.PublicURL,
-// else the scheme and host of the request.
-func (h *Handler) baseURL(r *http.Request) string {
-	if h.opts.PublicURL != "" {
-		return strings.TrimSuffix(h.opts.PublicURL, "/")
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
-}
+func (h *Handler) baseURL(r *http.Request) string { return httperr.BaseURL(r, h.opts.PublicURL) }
 
 // credential is the answer carrying a new token of r.
 func (h *Handler) credential(c *call, s Sharing, r sharing.RecipientInfo, cred sharing.Credential) error {

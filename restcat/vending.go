@@ -363,16 +363,7 @@ func credentialConfig(c vend.Credentials) map[string]string {
 }
 
 // baseURL is the catalog's base URL as the client reached it.
-func (h *Handler) baseURL(r *http.Request) string {
-	if h.opts.PublicURL != "" {
-		return strings.TrimSuffix(h.opts.PublicURL, "/")
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
-}
+func (h *Handler) baseURL(r *http.Request) string { return httperr.BaseURL(r, h.opts.PublicURL) }
 
 // tablePath is the relative REST path of a table: v1/{prefix}/namespaces/{ns}/tables/{table}.
 func tablePath(r *http.Request, id catalog.Ident) string {

@@ -1,6 +1,9 @@
 package httperr
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // StatusRecorder is an http.ResponseWriter that remembers the status it
 // answered with (200 when the handler wrote a body without one), for audit
@@ -29,3 +32,17 @@ func (rw *StatusRecorder) Write(b []byte) (int, error) {
 
 // Unwrap returns the underlying writer (for http.ResponseController).
 func (rw *StatusRecorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
+
+// BaseURL is the URL clients reach the server at: public (a configured
+// public URL, without a trailing slash) when set, else the scheme and host
+// r was received with.
+func BaseURL(r *http.Request, public string) string {
+	if public != "" {
+		return strings.TrimSuffix(public, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
