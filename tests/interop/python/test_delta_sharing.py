@@ -193,6 +193,28 @@ def test_bad_input_is_4xx(fx, orders):
         delta_sharing.SharingClient(str(bad)).list_shares()
 
 
+def test_rotation_keeps_the_old_token_for_its_grace(fx, orders, tmp_path):
+    url = fx.share("orders_rot", "orders")
+    table = url.split("#", 1)[1]
+    first = tmp_path / "first.share"
+    first.write_text(fx.profile.read_text())
+    _cli(fx.floe, "recipient", "rotate", fx.recipient, "--grace", "1h", "--profile-out", str(fx.profile))
+    second = tmp_path / "second.share"
+    second.write_text(fx.profile.read_text())
+    assert json.loads(first.read_text())["bearerToken"] != json.loads(second.read_text())["bearerToken"]
+    # Within the grace both tokens read.
+    assert len(delta_sharing.load_as_pandas(f"{first}#{table}")) == 60
+    assert len(delta_sharing.load_as_pandas(f"{second}#{table}")) == 60
+    # Rotated with no grace, every older token stops at once (the one in
+    # its grace too); the newest reads.
+    _cli(fx.floe, "recipient", "rotate", fx.recipient, "--grace", "0", "--profile-out", str(fx.profile))
+    fx.token = json.loads(fx.profile.read_text())["bearerToken"]
+    for old in (first, second):
+        with pytest.raises(Exception, match="401"):
+            delta_sharing.SharingClient(str(old)).list_shares()
+    assert len(delta_sharing.load_as_pandas(url)) == 60
+
+
 def test_revocation_stops_urls_already_handed_out(fx, orders):
     fx.share("orders_rev", "orders")
     status, lines = fx.query("orders_rev")
