@@ -63,7 +63,7 @@ type Object struct {
 	// current snapshot only.
 	History bool
 	// PartitionFilter restricts a table to the partitions it admits (see
-	// ParsePartitionFilter); empty for none.
+	// deltasharing.ParseFilter; Options.FilterColumns); empty for none.
 	PartitionFilter string
 	AddedBy         string
 	CreatedAt       time.Time

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/iceberg-go"
 	"github.com/google/uuid"
@@ -73,28 +74,32 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
-	// CheckFilters are further checks of a partition filter's text when
-	// an object is added: each protocol server that enforces filters
-	// (deltasharing.ParseFilter) must be able to read it, so that a
-	// filter the service accepts is never one a server cannot enforce.
-	CheckFilters []func(string) error
+	// FilterColumns parses a partition filter and returns the columns it
+	// names (lower case). It is the parser of the protocol server that
+	// enforces filters (deltasharing.FilterColumns), so that the service
+	// never accepts a filter the server reads otherwise. Nil: objects with
+	// a partition filter are refused.
+	FilterColumns func(string) ([]string, error)
 }
+
+// MaxPartitionFilterLength is the longest partition filter, in bytes.
+const MaxPartitionFilterLength = 4096
 
 // Service is the sharing service: it manages shares, objects, recipients,
 // tokens and grants with the authorization rules of Floe, and resolves
 // recipients' requests for the protocol servers (Resolver). It is safe for
 // concurrent use.
 type Service struct {
-	store  Store
-	cat    Catalog
-	authz  Authorizer
-	revs   Revocations
-	limits Limits
-	defWH  string
-	audit  func(ctx context.Context, e audit.Event)
-	now    func() time.Time
-	log    *slog.Logger
-	checks []func(string) error
+	store      Store
+	cat        Catalog
+	authz      Authorizer
+	revs       Revocations
+	limits     Limits
+	defWH      string
+	audit      func(ctx context.Context, e audit.Event)
+	now        func() time.Time
+	log        *slog.Logger
+	filterCols func(string) ([]string, error)
 }
 
 // New returns a Service.
@@ -107,7 +112,7 @@ func New(opts Options) *Service {
 	}
 	return &Service{store: opts.Store, cat: opts.Catalog, authz: opts.Authz, revs: opts.Revocations,
 		limits: opts.Limits.withDefaults(), defWH: opts.DefaultWarehouse, audit: opts.Audit, now: opts.Now, log: opts.Logger,
-		checks: opts.CheckFilters}
+		filterCols: opts.FilterColumns}
 }
 
 // RecordRequest records the audit event of a recipient's request (see
@@ -381,30 +386,31 @@ func (s *Service) objectExists(ctx context.Context, wh string, o *Object) error 
 
 // checkPartitionFilter parses o's partition filter and checks that it names
 // only partition columns of the table: partition field names, or source
-// columns of identity partitions.
+// columns of identity partitions (case-insensitively, as it is enforced).
 func (s *Service) checkPartitionFilter(ctx context.Context, wh string, o *Object) error {
-	f, err := ParsePartitionFilter(o.PartitionFilter)
+	id := catalog.Ident{Namespace: o.Namespace, Name: o.Name}
+	if s.filterCols == nil {
+		return floe.E(floe.Unsupported, "partition filter", "this server has no protocol server that enforces partition filters")
+	}
+	if len(o.PartitionFilter) > MaxPartitionFilterLength || !utf8.ValidString(o.PartitionFilter) {
+		return floe.E(floe.Invalid, "partition filter", "partition filter must be valid UTF-8 of at most %d bytes", MaxPartitionFilterLength)
+	}
+	named, err := s.filterCols(o.PartitionFilter)
 	if err != nil {
-		return err
+		return floe.E(floe.Invalid, "partition filter", "partition filter: %v", err)
 	}
-	for _, check := range s.checks {
-		if err := check(o.PartitionFilter); err != nil {
-			return floe.E(floe.Invalid, "partition filter", "partition filter %q cannot be enforced: %v", o.PartitionFilter, err)
-		}
-	}
-	st, err := s.cat.LoadTable(ctx, wh, catalog.Ident{Namespace: o.Namespace, Name: o.Name})
+	st, err := s.cat.LoadTable(ctx, wh, id)
 	if err != nil {
 		return err
 	}
 	cols := PartitionColumns(st)
 	if len(cols) == 0 {
-		return floe.E(floe.Invalid, "partition filter", "table %q is not partitioned: a partition filter needs partition columns",
-			catalog.Ident{Namespace: o.Namespace, Name: o.Name}.String())
+		return floe.E(floe.Invalid, "partition filter", "table %q is not partitioned: a partition filter needs partition columns", id.String())
 	}
-	for _, c := range f.Columns() {
-		if !slices.Contains(cols, c) {
+	for _, c := range named {
+		if !slices.ContainsFunc(cols, func(p string) bool { return strings.EqualFold(p, c) }) {
 			return floe.E(floe.Invalid, "partition filter", "partition filter names %q, which is not a partition column of %q (its partition columns: %s)",
-				c, catalog.Ident{Namespace: o.Namespace, Name: o.Name}.String(), strings.Join(cols, ", "))
+				c, id.String(), strings.Join(cols, ", "))
 		}
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/floe-lake/floe/objstore/bucket"
 	"github.com/floe-lake/floe/revoke"
 	"github.com/floe-lake/floe/sharing"
+	"github.com/floe-lake/floe/sharing/deltasharing"
 	"github.com/floe-lake/floe/store/sqlstore"
 )
 
@@ -93,7 +94,8 @@ func newEnv(t testing.TB, dsn string, limits sharing.Limits) *env {
 		must(t, err)
 	}
 	az := authz.New(st, authz.Options{Now: clock.Now})
-	svc := sharing.New(sharing.Options{Store: st, Catalog: cat, Authz: az, Limits: limits, DefaultWarehouse: wh, Now: clock.Now})
+	svc := sharing.New(sharing.Options{Store: st, Catalog: cat, Authz: az, Limits: limits, DefaultWarehouse: wh, Now: clock.Now,
+		FilterColumns: deltasharing.FilterColumns})
 	return &env{svc: svc, st: st, cat: cat, authz: az, clock: clock, dsn: dsn}
 }
 
@@ -327,7 +329,7 @@ func TestResolve(t *testing.T) {
 }
 
 // TestObjects: object names, aliases and partition filters are checked
-// when added.
+// when added (filters with the Delta Sharing server's parser).
 func TestObjects(t *testing.T) {
 	e := newEnv(t, filepath.Join(t.TempDir(), "floe.db"), sharing.Limits{})
 	ctx := t.Context()
@@ -344,7 +346,10 @@ func TestObjects(t *testing.T) {
 		{"filter on a non-partition column", sharing.ObjectSpec{Kind: sharing.ObjectTable, Name: "crm.accounts", PartitionFilter: "id = 1"},
 			floe.Invalid, `partition filter names "id", which is not a partition column of "crm.accounts" (its partition columns: at_day, region)`},
 		{"malformed filter", sharing.ObjectSpec{Kind: sharing.ObjectTable, Name: "crm.accounts", PartitionFilter: "region = "},
-			floe.Invalid, "partition filter: at the end: expected a literal"},
+			floe.Invalid, "partition filter: expected a literal"},
+		{"filter too long", sharing.ObjectSpec{Kind: sharing.ObjectTable, Name: "crm.accounts",
+			PartitionFilter: "region = '" + strings.Repeat("x", sharing.MaxPartitionFilterLength) + "'"},
+			floe.Invalid, "at most 4096 bytes"},
 		{"filter on an unpartitioned table", sharing.ObjectSpec{Kind: sharing.ObjectTable, Name: "crm.leads", PartitionFilter: "region = 'x'"},
 			floe.Invalid, `table "crm.leads" is not partitioned`},
 		{"filter on a namespace", sharing.ObjectSpec{Kind: sharing.ObjectNamespace, Name: "crm", PartitionFilter: "region = 'x'"},
@@ -362,8 +367,10 @@ func TestObjects(t *testing.T) {
 			wantErr(t, err, c.kind, c.msg)
 		})
 	}
+	// Columns compare case-insensitively, as the Delta Sharing server
+	// enforces the filter.
 	_, err = e.svc.AddObject(ctx, admin, "s1", sharing.ObjectSpec{Kind: sharing.ObjectTable, Name: "crm.accounts",
-		PartitionFilter: "region IN ('EMEA', 'APAC') AND at_day >= 19000"})
+		PartitionFilter: "REGION IN ('EMEA', 'APAC') AND \"at_day\" >= 19000"})
 	must(t, err)
 	_, err = e.svc.AddObject(ctx, admin, "s1", sharing.ObjectSpec{Kind: sharing.ObjectTable, Name: "crm.leads", AliasName: "accounts"})
 	wantErr(t, err, floe.AlreadyExists, `shows another object as "crm.accounts"`)
@@ -544,4 +551,16 @@ func TestRevocationReachesCredentials(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPartitionFilterNeedsAnEnforcer: without a protocol server that
+// enforces partition filters (Options.FilterColumns), none is accepted.
+func TestPartitionFilterNeedsAnEnforcer(t *testing.T) {
+	e := newEnv(t, filepath.Join(t.TempDir(), "floe.db"), sharing.Limits{})
+	ctx := t.Context()
+	svc := sharing.New(sharing.Options{Store: e.st, Catalog: e.cat, Authz: e.authz, DefaultWarehouse: wh})
+	_, err := svc.CreateShare(ctx, admin, "s1", "", "")
+	must(t, err)
+	_, err = svc.AddObject(ctx, admin, "s1", sharing.ObjectSpec{Kind: sharing.ObjectTable, Name: "crm.accounts", PartitionFilter: "region = 'EMEA'"})
+	wantErr(t, err, floe.Unsupported, "enforces partition filters")
 }

@@ -73,7 +73,7 @@ func (s SharingSettings) validate() error {
 func (a *App) newSharing() *sharing.Service {
 	return sharing.New(sharing.Options{Store: a.store, Catalog: a.cat, Authz: a.authz, Revocations: a.revocations,
 		Limits: a.cfg.Sharing.Limits(), DefaultWarehouse: a.cfg.Warehouse, Audit: a.events.Record, Logger: a.log,
-		CheckFilters: []func(string) error{deltasharing.ParseFilter}})
+		FilterColumns: deltasharing.FilterColumns})
 }
 
 // Sharing returns the sharing service: shares, recipients and, for the

@@ -321,3 +321,22 @@ func FuzzTimestampAndToken(f *testing.F) {
 		_ = b
 	})
 }
+
+func TestFilterColumns(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+		ok   bool
+	}{
+		{"region = 'EMEA'", []string{"region"}, true},
+		{`REGION IN ('a', 'b') AND ("Day" >= 19000 OR region IS NULL)`, []string{"day", "region"}, true},
+		{"NOT tier = 'internal'", []string{"tier"}, true},
+		{"region = ", nil, false},
+		{"region == 'x'", nil, false},
+	} {
+		got, err := FilterColumns(tc.in)
+		if (err == nil) != tc.ok || strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("FilterColumns(%q) = %v, %v; want %v, ok %v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}

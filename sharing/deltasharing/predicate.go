@@ -3,7 +3,9 @@ package deltasharing
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -214,6 +216,29 @@ func jsonLit(n *jsonNode) (lit, error) {
 func ParseFilter(s string) error {
 	_, err := parseSQL(s)
 	return err
+}
+
+// FilterColumns parses a partition filter (ParseFilter's grammar) and
+// returns the columns it names, lower case, sorted, each once: the
+// sharing service checks them against the table's partition columns when
+// the filter is added, with the parser that enforces it here.
+func FilterColumns(s string) ([]string, error) {
+	e, err := parseSQL(s)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var walk func(*expr)
+	walk = func(e *expr) {
+		if e.col != "" {
+			seen[e.col] = true
+		}
+		for _, k := range e.kids {
+			walk(k)
+		}
+	}
+	walk(e)
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 // parseSQL parses the predicate language of ParseFilter.
