@@ -165,27 +165,31 @@ type RecipientCredential struct {
 func (h *Handler) shareRoutes() []route {
 	const p = "/api/v1"
 	return []route{
-		{"GET", p + "/shares", "", h.listShares},
-		{"POST", p + "/shares", "mgmt.share.create", h.createShare},
-		{"GET", p + "/shares/{share}", "", h.getShare},
-		{"DELETE", p + "/shares/{share}", "mgmt.share.drop", h.dropShare},
-		{"POST", p + "/shares/{share}/objects", "mgmt.share.object.add", h.addShareObject},
-		{"DELETE", p + "/shares/{share}/objects/{object}", "mgmt.share.object.remove", h.removeShareObject},
-		{"PUT", p + "/shares/{share}/recipients/{recipient}", "mgmt.share.grant", h.grantShare},
-		{"DELETE", p + "/shares/{share}/recipients/{recipient}", "mgmt.share.revoke", h.revokeShare},
-		{"GET", p + "/recipients", "", h.listRecipients},
-		{"POST", p + "/recipients", "mgmt.recipient.create", h.createRecipient},
-		{"GET", p + "/recipients/{recipient}", "", h.getRecipient},
-		{"POST", p + "/recipients/{recipient}/rotate", "mgmt.recipient.rotate", h.rotateRecipient},
-		{"POST", p + "/recipients/{recipient}/revoke", "mgmt.recipient.revoke", h.revokeRecipient},
+		{"GET", p + "/shares", "", h.withSharing(h.listShares)},
+		{"POST", p + "/shares", "mgmt.share.create", h.withSharing(h.createShare)},
+		{"GET", p + "/shares/{share}", "", h.withSharing(h.getShare)},
+		{"DELETE", p + "/shares/{share}", "mgmt.share.drop", h.withSharing(h.dropShare)},
+		{"POST", p + "/shares/{share}/objects", "mgmt.share.object.add", h.withSharing(h.addShareObject)},
+		{"DELETE", p + "/shares/{share}/objects/{object}", "mgmt.share.object.remove", h.withSharing(h.removeShareObject)},
+		{"PUT", p + "/shares/{share}/recipients/{recipient}", "mgmt.share.grant", h.withSharing(h.grantShare)},
+		{"DELETE", p + "/shares/{share}/recipients/{recipient}", "mgmt.share.revoke", h.withSharing(h.revokeShare)},
+		{"GET", p + "/recipients", "", h.withSharing(h.listRecipients)},
+		{"POST", p + "/recipients", "mgmt.recipient.create", h.withSharing(h.createRecipient)},
+		{"GET", p + "/recipients/{recipient}", "", h.withSharing(h.getRecipient)},
+		{"POST", p + "/recipients/{recipient}/rotate", "mgmt.recipient.rotate", h.withSharing(h.rotateRecipient)},
+		{"POST", p + "/recipients/{recipient}/revoke", "mgmt.recipient.revoke", h.withSharing(h.revokeRecipient)},
 	}
 }
 
-func (h *Handler) sharing() (Sharing, error) {
-	if h.opts.Sharing == nil {
-		return nil, floe.E(floe.Unsupported, "", "sharing is not served on this server")
+// withSharing adapts a sharing operation to a route: it answers
+// Unsupported when the server has no sharing service.
+func (h *Handler) withSharing(f func(c *call, s Sharing) error) func(c *call) error {
+	return func(c *call) error {
+		if h.opts.Sharing == nil {
+			return floe.E(floe.Unsupported, "", "sharing is not served on this server")
+		}
+		return f(c, h.opts.Sharing)
 	}
-	return h.opts.Sharing, nil
 }
 
 func shareJSON(s sharing.ShareInfo) Share {
@@ -217,11 +221,7 @@ func recipientJSON(r sharing.RecipientInfo) Recipient {
 		AllowedCIDRs: strs(r.AllowedCIDRs), ExpiresAt: timePtr(r.ExpiresAt), CreatedAt: r.CreatedAt}
 }
 
-func (h *Handler) listShares(c *call) error {
-	s, err := h.sharing()
-	if err != nil {
-		return err
-	}
+func (h *Handler) listShares(c *call, s Sharing) error {
 	ls, err := s.ListShares(c.ctx, c.sub)
 	if err != nil {
 		return err
@@ -233,11 +233,7 @@ func (h *Handler) listShares(c *call) error {
 	return reply(c, http.StatusOK, out)
 }
 
-func (h *Handler) createShare(c *call) error {
-	s, err := h.sharing()
-	if err != nil {
-		return err
-	}
+func (h *Handler) createShare(c *call, s Sharing) error {
 	var req ShareRequest
 	if err := decode(c, &req); err != nil {
 		return err
@@ -251,11 +247,7 @@ func (h *Handler) createShare(c *call) error {
 	return reply(c, http.StatusCreated, shareJSON(sh))
 }
 
-func (h *Handler) getShare(c *call) error {
-	s, err := h.sharing()
-	if err != nil {
-		return err
-	}
+func (h *Handler) getShare(c *call, s Sharing) error {
 	d, err := s.Share(c.ctx, c.sub, c.r.PathValue("share"))
 	if err != nil {
 		return err
@@ -271,11 +263,7 @@ func (h *Handler) getShare(c *call) error {
 	return reply(c, http.StatusOK, out)
 }
 
-func (h *Handler) dropShare(c *call) error {
-	s, err := h.sharing()
-	if err != nil {
-		return err
-	}
+func (h *Handler) dropShare(c *call, s Sharing) error {
 	name := c.r.PathValue("share")
 	c.resource = "share:" + name
 	if err := s.DropShare(c.ctx, c.sub, name); err != nil {
@@ -284,11 +272,7 @@ func (h *Handler) dropShare(c *call) error {
 	return noContent(c)
 }
 
-func (h *Handler) addShareObject(c *call) error {
-	s, err := h.sharing()
-	if err != nil {
-		return err
-	}
+func (h *Handler) addShareObject(c *call, s Sharing) error {
 	share := c.r.PathValue("share")
 	var req ShareObjectRequest
 	if err := decode(c, &req); err != nil {
@@ -315,11 +299,7 @@ func (h *Handler) addShareObject(c *call) error {
 	return reply(c, http.StatusCreated, shareObjectJSON(o))
 }
 
-func (h *Handler) removeShareObject(c *call) error {
-	s, err := h.sharing()
-	if err != nil {
-		return err
-	}
+func (h *Handler) removeShareObject(c *call, s Sharing) error {
 	share, ref := c.r.PathValue("share"), c.r.PathValue("object")
 	c.resource = "share:" + share
 	c.note("share", share, "object", ref)
@@ -329,11 +309,7 @@ func (h *Handler) removeShareObject(c *call) error {
 	return noContent(c)
 }
 
-func (h *Handler) grantShare(c *call) error {
-	s, err := h.sharing()
-	if err != nil {
-		return err
-	}
+func (h *Handler) grantShare(c *call, s Sharing) error {
 	share, rec := c.r.PathValue("share"), c.r.PathValue("recipient")
 	c.resource = "share:" + share
 	c.note("share", share, "recipient", rec)
@@ -344,11 +320,7 @@ func (h *Handler) grantShare(c *call) error {
 	return reply(c, http.StatusCreated, shareGrantJSON(g))
 }
 
-func (h *Handler) revokeShare(c *call) error {
-	s, err := h.sharing()
-	if err != nil {
-		return err
-	}
+func (h *Handler) revokeShare(c *call, s Sharing) error {
 	share, rec := c.r.PathValue("share"), c.r.PathValue("recipient")
 	c.resource = "share:" + share
 	c.note("share", share, "recipient", rec)
@@ -358,11 +330,7 @@ func (h *Handler) revokeShare(c *call) error {
 	return noContent(c)
 }
 
-func (h *Handler) listRecipients(c *call) error {
-	s, err := h.sharing()
-	if err != nil {
-		return err
-	}
+func (h *Handler) listRecipients(c *call, s Sharing) error {
 	ls, err := s.ListRecipients(c.ctx, c.sub)
 	if err != nil {
 		return err
@@ -374,11 +342,7 @@ func (h *Handler) listRecipients(c *call) error {
 	return reply(c, http.StatusOK, out)
 }
 
-func (h *Handler) getRecipient(c *call) error {
-	s, err := h.sharing()
-	if err != nil {
-		return err
-	}
+func (h *Handler) getRecipient(c *call, s Sharing) error {
 	d, err := s.Recipient(c.ctx, c.sub, c.r.PathValue("recipient"))
 	if err != nil {
 		return err
@@ -420,11 +384,7 @@ func (h *Handler) credential(c *call, s Sharing, r sharing.RecipientInfo, cred s
 	return reply(c, status, out)
 }
 
-func (h *Handler) createRecipient(c *call) error {
-	s, err := h.sharing()
-	if err != nil {
-		return err
-	}
+func (h *Handler) createRecipient(c *call, s Sharing) error {
 	var req RecipientRequest
 	if err := decode(c, &req); err != nil {
 		return err
@@ -458,11 +418,7 @@ func decodeOptional(c *call, v any) error {
 // MaxRotationGrace bounds the grace period of a rotation (30 days).
 const MaxRotationGrace = 30 * 24 * time.Hour
 
-func (h *Handler) rotateRecipient(c *call) error {
-	s, err := h.sharing()
-	if err != nil {
-		return err
-	}
+func (h *Handler) rotateRecipient(c *call, s Sharing) error {
 	name := c.r.PathValue("recipient")
 	c.resource = "recipient:" + name
 	var req RotateRequest
@@ -488,11 +444,7 @@ func (h *Handler) rotateRecipient(c *call) error {
 	return h.credential(c, s, d.RecipientInfo, cred)
 }
 
-func (h *Handler) revokeRecipient(c *call) error {
-	s, err := h.sharing()
-	if err != nil {
-		return err
-	}
+func (h *Handler) revokeRecipient(c *call, s Sharing) error {
 	name := c.r.PathValue("recipient")
 	c.resource = "recipient:" + name
 	var req RevokeTokensRequest
