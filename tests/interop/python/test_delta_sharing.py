@@ -12,6 +12,7 @@ second.
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -26,6 +27,7 @@ from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType, TimestamptzType
+from conftest import floe_binary
 from test_sharing_admin import _cli
 
 
@@ -191,6 +193,36 @@ def test_bad_input_is_4xx(fx, orders):
     bad.write_text(json.dumps({"shareCredentialsVersion": 1, "endpoint": fx.url + "/delta-sharing/", "bearerToken": "wrong"}))
     with pytest.raises(Exception, match="401"):
         delta_sharing.SharingClient(str(bad)).list_shares()
+
+
+def test_what_did_the_recipient_read(fx, orders):
+    """One `floe audit query --principal recipient:<name>` answers it: the
+    query, the URLs issued (with the credential that signed them) and every
+    object read through them, tied together by token and credential id."""
+    url = fx.share("orders_audit", "orders")
+    assert len(delta_sharing.load_as_pandas(url)) == 60
+    want_files = {t.file.file_path for t in orders.scan().plan_files()}
+    deadline = time.monotonic() + 10
+    while True:
+        out = subprocess.run([str(floe_binary()), "audit", "query", "--data-dir", str(fx.floe.data_dir),
+                              "--principal", f"recipient:{fx.recipient}", "--json", "--limit", "100000"],
+                             capture_output=True, text=True, timeout=60, check=True)
+        recs = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+        queries = [r for r in recs if r["action"] == "deltasharing.table.query"
+                   and r["resource"] == f"delta-sharing:{fx.shares['orders_audit']}.retail.orders_audit"]
+        issued = [r for r in recs if r["action"] == "deltasharing.urls.issue" and r["detail"].get("share") == fx.shares["orders_audit"]]
+        creds = {r["detail"]["credential_id"] for r in issued}
+        reads = {r["resource"] for r in recs if r["action"] == "s3.GetObject" and r["detail"].get("credential_id") in creds}
+        if (queries and issued and reads >= want_files) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert queries and issued, [r["action"] for r in recs]
+    token_id = queries[-1]["detail"]["token_id"]
+    assert all(r["detail"]["token_id"] == token_id and r["detail"]["recipient"] == fx.recipient for r in issued)
+    assert reads >= want_files, (sorted(want_files - reads), sorted(reads))
+    for r in recs:
+        if r["action"] == "s3.GetObject" and r["detail"].get("credential_id") in creds:
+            assert r["detail"]["token_id"] == token_id and r["outcome"] == "success"
 
 
 def test_rotation_keeps_the_old_token_for_its_grace(fx, orders, tmp_path):
