@@ -707,7 +707,7 @@ func (s *Service) Authenticate(ctx context.Context, token string, remote netip.A
 	if !r.ExpiresAt.IsZero() && (exp.IsZero() || r.ExpiresAt.Before(exp)) {
 		exp = r.ExpiresAt
 	}
-	return Recipient{ID: r.ID, Name: r.Name, TokenID: t.ID, TokenExpiry: exp}, nil
+	return Recipient{ID: r.ID, Name: r.Name, TokenID: t.ID, TokenExpiry: exp, AllowedCIDRs: r.AllowedCIDRs}, nil
 }
 
 // Revoked implements Resolver: true once r's token expired (as of its

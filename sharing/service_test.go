@@ -3,6 +3,7 @@ package sharing_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -412,6 +413,13 @@ func TestTokens(t *testing.T) {
 			})
 		}
 		must(t, auth(ipCred.Token, netip.MustParseAddr("10.1.2.3")))
+		// The allowlist travels with the recipient, into what the protocol
+		// servers vend.
+		vpn, err := e.svc.Authenticate(ctx, ipCred.Token, netip.MustParseAddr("10.1.2.3"))
+		must(t, err)
+		if fmt.Sprint(vpn.AllowedCIDRs) != "[10.1.0.0/16]" {
+			t.Fatalf("authenticated recipient's allowlist %v", vpn.AllowedCIDRs)
+		}
 
 		// Rotation with a grace period: both work until it ends.
 		r0, err := e.svc.Authenticate(ctx, cred.Token, local)

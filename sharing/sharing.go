@@ -28,6 +28,12 @@ type Recipient struct {
 	TokenID string
 	// TokenExpiry is when the presented token stops working (zero: never).
 	TokenExpiry time.Time
+	// AllowedCIDRs is the recipient's network allowlist (canonical CIDR
+	// prefixes; empty: any address). Protocol servers put it into the
+	// storage credentials they mint for the recipient, so that Floe's S3
+	// endpoint refuses those credentials, and URLs signed with them, from
+	// any other address.
+	AllowedCIDRs []string
 }
 
 // Share is a share as a recipient sees it.

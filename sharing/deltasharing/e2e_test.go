@@ -570,3 +570,31 @@ func TestRenamedColumns(t *testing.T) {
 		t.Fatalf("%d files", len(files))
 	}
 }
+
+// TestURLsKeepTheAllowlist: the URLs handed to a recipient with a network
+// allowlist work only from it: Floe's S3 endpoint refuses them from any
+// other address (here, loopback outside 10.0.0.0/8), as it refuses the
+// recipient's credentials.
+func TestURLsKeepTheAllowlist(t *testing.T) {
+	e := newEnv(t)
+	e.appendOrders(t, e.createOrders(t, "orders", nil), 0, 3)
+	e.share("retail", "orders", "orders", true, "")
+	for _, c := range []struct {
+		cidrs []string
+		want  int
+	}{{nil, http.StatusOK}, {[]string{"127.0.0.0/8"}, http.StatusOK}, {[]string{"10.0.0.0/8"}, http.StatusForbidden}} {
+		e.res.mu.Lock()
+		r := e.res.tokens[tokenAlice]
+		r.AllowedCIDRs = c.cidrs
+		e.res.tokens[tokenAlice] = r
+		e.res.mu.Unlock()
+		resp, _, files := e.query(t, tokenAlice, "retail/tables/orders", nil)
+		must(t, resp, 200)
+		if len(files) == 0 {
+			t.Fatal("no files")
+		}
+		if s, body := get(t, files[0].URL); s != c.want {
+			t.Fatalf("allowlist %v: GET %d %s, want %d", c.cidrs, s, body, c.want)
+		}
+	}
+}

@@ -405,7 +405,9 @@ func (c *call) signer(ctx context.Context, rt *resolved) (*urlSigner, error) {
 	// Read-objects: the URLs are GETs of listed files; the credential (its
 	// secret never leaves the server) could not list anything either.
 	s := vend.Session{Principal: sharing.CredentialPrincipal(c.rcpt.Name), PrincipalID: c.rcpt.ID, TokenID: c.rcpt.TokenID,
-		Table: rt.t.Ident.String(), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix, Access: vend.ReadObjects}}}
+		Table: rt.t.Ident.String(), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix, Access: vend.ReadObjects}},
+		// The URLs work from the recipient's allowlist only.
+		AllowedCIDRs: c.rcpt.AllowedCIDRs}
 	creds, sess, err := o.Minter.Mint(ctx, s, o.URLTTL)
 	if err != nil {
 		return nil, err

@@ -1,13 +1,10 @@
 package sharecat
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/floe-lake/floe/sharing"
 )
 
 // clock is a settable time.
@@ -87,22 +84,15 @@ func TestResolveCacheBounds(t *testing.T) {
 	}
 }
 
-// allowlisting is a resolver with recipients' allowlists.
-type allowlisting struct {
-	*fakeResolver
-	cidrs map[string][]string
-}
-
-func (a allowlisting) AllowedCIDRs(_ context.Context, r sharing.Recipient) ([]string, error) {
-	return a.cidrs[r.Name], nil
-}
-
-// TestAllowlistInCredentials: with a resolver that knows allowlists, the
-// credential vended to a recipient carries its allowlist.
+// TestAllowlistInCredentials: the credential vended to a recipient
+// carries the allowlist its authentication returned.
 func TestAllowlistInCredentials(t *testing.T) {
 	f := newFixture(t)
-	res := allowlisting{fakeResolver: f.res, cidrs: map[string][]string{"alice": {"192.0.2.0/24"}}}
-	f.h = New(Options{Resolver: res, Tables: f.tables, Vending: f.h.opts.Vending})
+	f.res.mu.Lock()
+	r := f.res.tokens["alice-token"]
+	r.AllowedCIDRs = []string{"192.0.2.0/24"}
+	f.res.tokens["alice-token"] = r
+	f.res.mu.Unlock()
 	f.load(t, "alice-token", cat+"/sales/namespaces/emea/tables/orders")
 	ss := f.minter.minted()
 	if len(ss) != 1 || fmt.Sprint(ss[0].AllowedCIDRs) != "[192.0.2.0/24]" {

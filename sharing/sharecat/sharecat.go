@@ -51,14 +51,6 @@ type Tables interface {
 	LoadTable(ctx context.Context, wh string, id catalog.Ident) (*catalog.TableState, error)
 }
 
-// Allowlister is an optional extension of sharing.Resolver: a recipient's
-// network allowlist (canonical CIDR prefixes; empty: any address). When the
-// resolver implements it, the credentials vended to a recipient carry the
-// allowlist, and Floe's S3 endpoint refuses them from any other address.
-type Allowlister interface {
-	AllowedCIDRs(ctx context.Context, r sharing.Recipient) ([]string, error)
-}
-
 // Options configures a Handler. Resolver and Tables are required.
 type Options struct {
 	// Resolver authenticates recipients and resolves shared names.

@@ -192,13 +192,7 @@ func (h *Handler) vend(r *http.Request, c *call, t sharing.Table, bucket, prefix
 	}
 	s := vend.Session{Principal: sharing.CredentialPrincipal(c.recipient.Name), PrincipalID: c.recipient.ID, TokenID: c.recipient.TokenID,
 		Table: alias(t), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix, Access: access}}}
-	if al, ok := h.opts.Resolver.(Allowlister); ok {
-		cidrs, err := al.AllowedCIDRs(r.Context(), c.recipient)
-		if err != nil {
-			return nil, resolverError(err)
-		}
-		s.AllowedCIDRs = cidrs
-	}
+	s.AllowedCIDRs = c.recipient.AllowedCIDRs
 	ttl := v.TTL
 	if exp := c.recipient.TokenExpiry; !exp.IsZero() && exp.Sub(h.opts.Now()) < ttl {
 		ttl = exp.Sub(h.opts.Now()) // vend raises it to its minimum lifetime
