@@ -14,6 +14,7 @@ import (
 
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/lake"
+	"github.com/floe-lake/floe/lake/subset"
 	"github.com/floe-lake/floe/objstore"
 	"github.com/floe-lake/floe/objstore/bucket"
 )
@@ -148,6 +149,12 @@ func (j *Orphans) remove(ctx context.Context, tbl *table.Table, p Policy, dryRun
 	for _, o := range plan.OrphanFiles() {
 		if !strings.HasPrefix(o.Path, root) || within(nested, o.Path) {
 			rep.stat("skipped_files", 1)
+			continue
+		}
+		if subset.Live(o.Path, tbl.Metadata()) {
+			// A share catalog's derived view of a live snapshot: recipients
+			// read it (views of expired snapshots go like any orphan).
+			rep.stat("share_view_files", 1)
 			continue
 		}
 		if !dryRun {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/floe-lake/floe/lake"
+	"github.com/floe-lake/floe/lake/subset"
 	"github.com/floe-lake/floe/maint"
 	"github.com/floe-lake/floe/objstore/bucket"
 )
@@ -163,5 +164,32 @@ func TestOrphansAfterCompactionAndExpiry(t *testing.T) {
 	}
 	if c := readContent(t, e.load(t, id)); c.hash != before.hash {
 		t.Fatal("the table's content changed")
+	}
+}
+
+// TestOrphansKeepLiveShareViews: a share catalog's derived view of a live
+// snapshot (lake/subset) is unreferenced by the table's metadata but read
+// by recipients: orphan removal keeps it, and removes the view of a
+// snapshot the table no longer has.
+func TestOrphansKeepLiveShareViews(t *testing.T) {
+	e := newLakeEnv(t)
+	ctx := t.Context()
+	id, tbl := e.createTable(t, "orph", "shared", true, nil)
+	tbl = appendRows(t, tbl, 0, 10)
+	loc := tbl.Location()
+	snap := tbl.CurrentSnapshot()
+	live := subset.Dir(loc, snap.SnapshotID, snap.ManifestList, "") + subset.ListName
+	gone := subset.Dir(loc, snap.SnapshotID+1, "s3://x/expired.avro", "") + subset.ListName
+	e.plant(t, live, 10*24*time.Hour)
+	e.plant(t, gone, 10*24*time.Hour)
+	rep, err := maint.NewOrphans(e.env, e.f.App.Objects()).RemoveOrphans(ctx, e.wh, id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.exists(t, live) {
+		t.Fatalf("the live snapshot's share view was removed: %+v", rep)
+	}
+	if e.exists(t, gone) || !slices.Contains(rep.Files, gone) {
+		t.Fatalf("the view of a snapshot the table does not have was kept: %+v", rep)
 	}
 }

@@ -294,6 +294,10 @@ func sessionPolicy(partition string, grants []Grant) (string, error) {
 		if err := g.Validate(); err != nil {
 			return "", err
 		}
+		if g.Access == ReadListed {
+			return "", floe.E(floe.Unsupported, "credential", "a read-listed credential (a derived snapshot's files) "+
+				"cannot be expressed as an STS session policy; it needs Floe's own S3 endpoint")
+		}
 		if !slices.Contains(buckets, g.Bucket) {
 			buckets = append(buckets, g.Bucket)
 		}

@@ -361,6 +361,11 @@ func TestSessionPolicy(t *testing.T) {
 			t.Errorf("SessionPolicy(%+v) = %q, %v; want Invalid", grants, p, err)
 		}
 	}
+	// A read-listed grant (a derived snapshot's files) has no policy form:
+	// refused, never widened to its prefix.
+	if p, err := vend.SessionPolicy([]vend.Grant{{Bucket: "lake", Prefix: "a/metadata/floe-share-1-x/", Access: vend.ReadListed}}); floe.KindOf(err) != floe.Unsupported {
+		t.Errorf("SessionPolicy(read-listed) = %q, %v; want Unsupported", p, err)
+	}
 
 	// The longest policy STS takes: 2048 characters.
 	var grants []vend.Grant

@@ -76,6 +76,14 @@ const (
 	// (their keys carry random parts and appear only in metadata the
 	// holder is not given).
 	ReadObjects Access = 4
+	// ReadListed allows reading the objects under the grant's prefix (a
+	// derived snapshot's directory, package lake/subset) and the files its
+	// manifests name, and no listing: a share catalog's credential for a
+	// table shared without history or with a partition filter. The files
+	// named by the manifests are checked by Floe's S3 endpoint (its
+	// Options.Listed); no STS session policy can express them, so only the
+	// embedded minter mints it.
+	ReadListed Access = 5
 )
 
 // String returns "read" or "read-write".
@@ -89,6 +97,8 @@ func (a Access) String() string {
 		return "notice"
 	case ReadObjects:
 		return "read-objects"
+	case ReadListed:
+		return "read-listed"
 	}
 	return fmt.Sprintf("access(%d)", uint8(a))
 }
@@ -121,7 +131,7 @@ func (g Grant) Validate() error {
 		return bad("prefix %q must end and must not start with /", g.Prefix)
 	case hasDotSegment(g.Prefix) || hasControl(g.Prefix):
 		return bad("prefix %q has a . or .. segment or a control character", g.Prefix)
-	case g.Access != Read && g.Access != ReadWrite && g.Access != Notice && g.Access != ReadObjects:
+	case g.Access != Read && g.Access != ReadWrite && g.Access != Notice && g.Access != ReadObjects && g.Access != ReadListed:
 		return bad("unknown access %v", g.Access)
 	}
 	return nil
@@ -212,11 +222,25 @@ func (s Session) Allows(bucket, key string, write bool) bool {
 			}
 			continue
 		}
-		if (g.Access == Read || g.Access == ReadWrite || g.Access == ReadObjects) && (strings.HasPrefix(key, g.Prefix) || key+"/" == g.Prefix) {
+		if (g.Access == Read || g.Access == ReadWrite || g.Access == ReadObjects || g.Access == ReadListed) &&
+			(strings.HasPrefix(key, g.Prefix) || key+"/" == g.Prefix) {
 			return true
 		}
 	}
 	return false
+}
+
+// ListedViews returns the prefixes of the session's ReadListed grants in
+// bucket: the derived snapshots whose named files it may also read, as the
+// S3 endpoint checks (Allows covers only the prefixes themselves).
+func (s Session) ListedViews(bucket string) []string {
+	var out []string
+	for _, g := range s.Grants {
+		if g.Access == ReadListed && g.Bucket == bucket && g.Prefix != "" {
+			out = append(out, g.Prefix)
+		}
+	}
+	return out
 }
 
 // AllowsList reports whether the session may list bucket with prefix (and

@@ -17,6 +17,7 @@ func TestAccessString(t *testing.T) {
 		{vend.Read, "read"},
 		{vend.ReadWrite, "read-write"},
 		{vend.ReadObjects, "read-objects"},
+		{vend.ReadListed, "read-listed"},
 		{0, "access(0)"},
 		{7, "access(7)"},
 	} {
@@ -70,7 +71,8 @@ func TestGrantValidate(t *testing.T) {
 		{"control in prefix", func(g *vend.Grant) { g.Prefix = "crm/\x00/" }, false},
 		{"long prefix", func(g *vend.Grant) { g.Prefix = strings.Repeat("p", 1024) + "/" }, false},
 		{"no access", func(g *vend.Grant) { g.Access = 0 }, false},
-		{"unknown access", func(g *vend.Grant) { g.Access = 5 }, false},
+		{"unknown access", func(g *vend.Grant) { g.Access = 6 }, false},
+		{"read-listed access", func(g *vend.Grant) { g.Access = vend.ReadListed }, true},
 		{"notice access", func(g *vend.Grant) { g.Access = vend.Notice }, true},
 		{"read-objects access", func(g *vend.Grant) { g.Access = vend.ReadObjects }, true},
 	} {
@@ -95,6 +97,7 @@ func TestAllows(t *testing.T) {
 		{Bucket: "other", Prefix: "t/", Access: vend.ReadWrite},
 		{Bucket: "lake", Prefix: "broken/", Access: 0},
 		{Bucket: "lake", Prefix: "shared/now-1/", Access: vend.ReadObjects},
+		{Bucket: "lake", Prefix: "crm/view-1/metadata/floe-share-7-ab/", Access: vend.ReadListed},
 	}}
 	for _, tt := range []struct {
 		bucket, key       string
@@ -130,6 +133,12 @@ func TestAllows(t *testing.T) {
 		{"lake", "shared/now-1/", true, false, false},
 		{"lake", "shared/now-1/data/", true, false, false},
 		{"lake", "shared/now-1/../x", false, false, false},
+		// read-listed: its view directory's objects by key (the files the
+		// view names are the S3 endpoint's question), never a listing
+		{"lake", "crm/view-1/metadata/floe-share-7-ab/list.avro", true, false, false},
+		{"lake", "crm/view-1/metadata/floe-share-7-ab/", true, false, false},
+		{"lake", "crm/view-1/data/f.parquet", false, false, false},
+		{"lake", "crm/view-1/metadata/floe-share-7-ab/../../v1.metadata.json", false, false, false},
 	} {
 		if got := s.Allows(tt.bucket, tt.key, false); got != (tt.read || tt.list) {
 			t.Errorf("Allows(%q, %q, read) = %v, want %v", tt.bucket, tt.key, got, tt.read || tt.list)
@@ -147,5 +156,21 @@ func TestAllows(t *testing.T) {
 	empty := vend.Session{Grants: []vend.Grant{{Bucket: "lake", Prefix: "", Access: vend.ReadWrite}}}
 	if empty.Allows("lake", "anything", true) || empty.Allows("lake", "", false) {
 		t.Error("a grant with an empty prefix allows access")
+	}
+}
+
+// TestListedViews: the S3 endpoint asks about the views of a session's
+// read-listed grants in the request's bucket only.
+func TestListedViews(t *testing.T) {
+	s := vend.Session{Grants: []vend.Grant{
+		{Bucket: "lake", Prefix: "a/metadata/floe-share-1-x/", Access: vend.ReadListed},
+		{Bucket: "lake", Prefix: "b/", Access: vend.Read},
+		{Bucket: "other", Prefix: "c/metadata/floe-share-2-y/", Access: vend.ReadListed},
+	}}
+	if got := s.ListedViews("lake"); len(got) != 1 || got[0] != "a/metadata/floe-share-1-x/" {
+		t.Fatalf("ListedViews(lake) = %v", got)
+	}
+	if got := s.ListedViews("nope"); len(got) != 0 {
+		t.Fatalf("ListedViews(nope) = %v", got)
 	}
 }

@@ -3,6 +3,10 @@ package app
 import (
 	"net/http"
 
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-lake/floe/lake"
+	"github.com/floe-lake/floe/sharing/deltasharing"
 	"github.com/floe-lake/floe/sharing/sharecat"
 )
 
@@ -16,12 +20,22 @@ func (a *App) shareCatalogs() http.Handler {
 	if res == nil {
 		return nil
 	}
-	return sharecat.New(sharecat.Options{
+	opts := sharecat.Options{
 		Resolver:     res,
 		Tables:       a.cat,
 		Vending:      a.vend,
 		MaxBodyBytes: min(a.cfg.MaxBodyBytes, sharecat.DefaultMaxBodyBytes),
 		Audit:        a.events.Record,
 		Logger:       a.log.With("component", "sharecat"),
-	})
+	}
+	if a.objects != nil {
+		// Tables shared without history or with a partition filter are
+		// served as derived snapshots, read by read-listed credentials that
+		// Floe's S3 endpoint checks against them.
+		opts.Views = lake.NewBucketFS(a.objects)
+		opts.FileFilter = func(filter string, md table.Metadata) (sharecat.FileDecider, error) {
+			return deltasharing.NewFileFilter(filter, md)
+		}
+	}
+	return sharecat.New(opts)
 }

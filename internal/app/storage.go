@@ -19,6 +19,8 @@ import (
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/netlimit"
+	"github.com/floe-lake/floe/lake"
+	"github.com/floe-lake/floe/lake/subset"
 	"github.com/floe-lake/floe/objstore/bucket"
 	"github.com/floe-lake/floe/objstore/s3api"
 	"github.com/floe-lake/floe/objstore/s3io"
@@ -65,7 +67,7 @@ func (a *App) openStorage(ctx context.Context) (catalog.FileIO, error) {
 			resolver = nil
 		}
 		a.s3 = s3api.New(s3api.Options{Store: objs, Resolver: a.s3Resolver(resolver), Region: cfg.Region, Audit: a.auditObject, Logger: a.log,
-			Revoked: a.revokedCredential})
+			Revoked: a.revokedCredential, Listed: subset.NewKeys(lake.NewBucketFS(objs), 0)})
 	}
 	return objs.FileIO(), nil
 }

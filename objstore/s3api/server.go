@@ -74,6 +74,16 @@ type Options struct {
 	// AccessDenied. It runs on every request: it must be cheap (revoke.List
 	// answers from memory without allocating).
 	Revoked func(s *vend.Session) error
+	// Listed answers, for a credential with read-listed grants
+	// (vend.ReadListed), whether the derived snapshot in directory dirKey
+	// names the object key (lake/subset.Keys). Nil: such credentials read
+	// their grants' prefixes only.
+	Listed ListedKeys
+}
+
+// ListedKeys says which objects a derived snapshot names.
+type ListedKeys interface {
+	Contains(ctx context.Context, bucket, dirKey, key string) (bool, error)
 }
 
 // Server is Floe's S3-compatible endpoint over a bucket.Store. It serves

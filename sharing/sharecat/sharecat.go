@@ -22,10 +22,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/httperr"
+	"github.com/floe-lake/floe/lake/subset"
 	"github.com/floe-lake/floe/restcat"
 	"github.com/floe-lake/floe/sharing"
 )
@@ -81,6 +85,17 @@ type Options struct {
 	// MaxCachedResolutions bounds each of the two resolution caches
 	// (default DefaultMaxCachedResolutions).
 	MaxCachedResolutions int
+	// Views is where the derived snapshots (lake/subset) served for tables
+	// shared without history or with a partition filter are written and
+	// read: the recipient's credential then reads the derived snapshot's
+	// files and nothing else. Nil (unit tests only): a history-off table is
+	// served trimmed, with a read-objects credential for its location, and
+	// a filtered table is refused.
+	Views subset.FS
+	// FileFilter compiles a share's partition filter for a table version
+	// (deltasharing.NewFileFilter, so that both protocols enforce a filter
+	// alike). Nil: filtered tables are refused.
+	FileFilter func(filter string, md table.Metadata) (FileDecider, error)
 	// Audit, if set, records one event per request and one per credential
 	// vended.
 	Audit func(ctx context.Context, e audit.Event)
@@ -88,6 +103,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+}
+
+// FileDecider decides a partition filter on one file: 1 when all its rows
+// pass, -1 when none does, 0 when its partition values cannot tell.
+type FileDecider interface {
+	Decide(df iceberg.DataFile) int
 }
 
 // Handler serves the share catalogs. It is safe for concurrent use.
@@ -98,6 +119,7 @@ type Handler struct {
 	ids    *httperr.RequestIDs
 	creds  *bounded[credKey, *vended]
 	trim   *bounded[string, []byte]
+	views  *bounded[string, *subset.View]
 	auths  *bounded[authKey, authEntry]
 	tables *bounded[tableKey, tableEntry]
 }
@@ -131,6 +153,7 @@ func New(opts Options) *Handler {
 	h := &Handler{opts: opts, log: opts.Logger, mux: http.NewServeMux(), ids: httperr.NewRequestIDs(opts.Now),
 		creds:  newBounded[credKey, *vended](opts.MaxCachedCredentials),
 		trim:   newBounded[string, []byte](opts.MaxCachedMetadata),
+		views:  newBounded[string, *subset.View](opts.MaxCachedMetadata),
 		auths:  newBounded[authKey, authEntry](opts.MaxCachedResolutions),
 		tables: newBounded[tableKey, tableEntry](opts.MaxCachedResolutions)}
 	h.routes()

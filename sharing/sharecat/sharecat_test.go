@@ -10,17 +10,21 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/spectest"
+	"github.com/floe-lake/floe/lake"
+	"github.com/floe-lake/floe/objstore/bucket"
 	"github.com/floe-lake/floe/restcat"
 	"github.com/floe-lake/floe/sharing"
 	"github.com/floe-lake/floe/vend"
@@ -53,6 +57,9 @@ type fakeTables struct {
 	mu     sync.Mutex
 	states map[string]*catalog.TableState
 	loads  int
+	// fs holds the snapshots' (empty) manifest lists and the derived
+	// views written for history-off tables.
+	fs *lake.BucketFS
 }
 
 func (f *fakeTables) put(t testing.TB, wh string, id catalog.Ident, loc string) {
@@ -65,6 +72,18 @@ func (f *fakeTables) put(t testing.TB, wh string, id catalog.Ident, loc string) 
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
 		t.Fatal(err)
+	}
+	if f.fs != nil {
+		for _, sn := range md.Snapshots() {
+			var list bytes.Buffer
+			seq := sn.SequenceNumber
+			if err := iceberg.WriteManifestList(2, &list, sn.SnapshotID, sn.ParentSnapshotID, &seq, 0, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.fs.WriteFile(sn.ManifestList, list.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -146,7 +165,13 @@ func (l *eventLog) all() []audit.Event {
 
 func newFixture(t testing.TB, mod ...func(*Options)) *fixture {
 	t.Helper()
-	f := &fixture{res: newFakeResolver(), tables: &fakeTables{}, minter: &fakeMinter{}, events: &eventLog{}}
+	dir := t.TempDir()
+	objs, err := bucket.New(bucket.Options{Buckets: map[string]string{"floe-wh": filepath.Join(dir, "wh")}, TempDir: filepath.Join(dir, "staging")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := lake.NewBucketFS(objs)
+	f := &fixture{res: newFakeResolver(), tables: &fakeTables{fs: fsys}, minter: &fakeMinter{}, events: &eventLog{}}
 	f.res.recipient("alice", "alice-token", time.Time{}, "sales")
 	f.res.recipient("bob", "bob-token", time.Time{}, "ops")
 	f.res.recipient("carol", "carol-token", time.Now().Add(-time.Minute), "sales")
@@ -172,7 +197,7 @@ func newFixture(t testing.TB, mod ...func(*Options)) *fixture {
 	f.res.add(sharing.Table{ID: "oid-gone", Share: "sales", Schema: "emea", Name: "gone", Warehouse: "floe-wh",
 		Ident: catalog.Ident{Namespace: catalog.Namespace{"hr"}, Name: "dropped"}, History: true})
 	f.tables.put(t, "floe-wh", catalog.Ident{Namespace: catalog.Namespace{"crm"}, Name: "hidden"}, "s3://floe-wh/crm/hidden-9z")
-	opts := Options{Resolver: f.res, Tables: f.tables, Audit: f.events.record,
+	opts := Options{Resolver: f.res, Tables: f.tables, Audit: f.events.record, Views: fsys,
 		Vending: &restcat.Vending{Minter: f.minter, Endpoint: "http://127.0.0.1:9000", Region: "us-east-1", PathStyle: true, TTL: time.Hour}}
 	for _, m := range mod {
 		m(&opts)
@@ -326,8 +351,13 @@ func TestHistoryOff(t *testing.T) {
 		if err := json.Unmarshal(lr.Metadata, &raw); err != nil {
 			t.Fatal(err)
 		}
-		if len(raw.SnapshotLog) != 1 || len(raw.MetadataLog) != 0 || len(raw.Statistics) != 1 || raw.Statistics[0]["snapshot-id"] != 3.0 {
+		// Statistics files go too: the recipient's credential could not
+		// read them (they are not files of the derived snapshot).
+		if len(raw.SnapshotLog) != 1 || len(raw.MetadataLog) != 0 || len(raw.Statistics) != 0 {
 			t.Fatalf("history left: %+v", raw)
+		}
+		if !strings.Contains(lr.MetadataLocation, "/metadata/floe-share-3-") || !strings.Contains(string(lr.Metadata), "/metadata/floe-share-3-") {
+			t.Fatalf("not a derived snapshot: %s %s", lr.MetadataLocation, lr.Metadata)
 		}
 	}
 	// With history, all three snapshots.
@@ -362,10 +392,11 @@ func TestVendedCredential(t *testing.T) {
 		t.Fatalf("%d sessions", len(ss))
 	}
 	s := ss[0]
-	// emea.orders is shared without history: read by key only (no listing).
-	want := vend.Grant{Bucket: "floe-wh", Prefix: "hr/payroll-0a1b/", Access: vend.ReadObjects}
+	// emea.orders is shared without history: its derived snapshot's files
+	// only (no listing).
 	if s.TokenID != "tid-alice" || s.Principal != "recipient:alice" || s.Table != "sales.emea.orders" ||
-		len(s.Grants) != 1 || s.Grants[0] != want {
+		len(s.Grants) != 1 || s.Grants[0].Access != vend.ReadListed || s.Grants[0].Bucket != "floe-wh" ||
+		!strings.HasPrefix(s.Grants[0].Prefix, "hr/payroll-0a1b/metadata/floe-share-3-") {
 		t.Fatalf("session %+v", s)
 	}
 	if lr2 := f.load(t, "alice-token", path); lr2.Config["s3.access-key-id"] != "FLOEKEY1" || len(f.minter.minted()) != 1 {
@@ -382,7 +413,7 @@ func TestVendedCredential(t *testing.T) {
 			vends++
 			d := e.Detail
 			if e.Principal != "recipient:alice" || e.Resource != "table:sales.emea.orders" || d["recipient"] != "alice" ||
-				d["share"] != "sales" || d["table"] != "sales.emea.orders" || d["token_id"] != "tid-alice" || d["access"] != "read-objects" {
+				d["share"] != "sales" || d["table"] != "sales.emea.orders" || d["token_id"] != "tid-alice" || d["access"] != "read-listed" {
 				t.Errorf("vend event %+v", e)
 			}
 		case "share.catalog.loadTable":
@@ -783,3 +814,21 @@ func TestCacheBounds(t *testing.T) {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// TestHistoryOffNeedsViews: without a store for derived snapshots (a server
+// on external S3, whose STS credentials cannot express one), a table shared
+// without history is refused rather than served with a credential that
+// could read its older files.
+func TestHistoryOffNeedsViews(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Views = nil })
+	r := f.do(t, "alice-token", "GET", cat+"/sales/namespaces/emea/tables/orders", "")
+	if r.status != http.StatusNotAcceptable && r.status != http.StatusBadRequest && r.status != http.StatusForbidden && r.status != http.StatusNotImplemented {
+		t.Fatalf("history-off without views: %d %s", r.status, r.body)
+	}
+	if !strings.Contains(string(r.body), "shared without history") || len(f.minter.minted()) != 0 {
+		t.Fatalf("history-off without views: %s, %d credentials", r.body, len(f.minter.minted()))
+	}
+	if lr := f.load(t, "alice-token", cat+"/sales/namespaces/emea/tables/customers"); len(lr.StorageCredentials) != 1 {
+		t.Fatalf("a history-on table is still served: %+v", lr)
+	}
+}

@@ -10,12 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/httperr"
+	"github.com/floe-lake/floe/lake/subset"
 	"github.com/floe-lake/floe/objstore"
 	"github.com/floe-lake/floe/restcat"
 	"github.com/floe-lake/floe/sharing"
@@ -46,15 +48,15 @@ func (h *Handler) resolve(r *http.Request, c *call) (sharing.Table, error) {
 // alias is the name the recipient sees: share.schema.table.
 func alias(t sharing.Table) string { return t.Share + "." + t.Schema + "." + t.Name }
 
-// load resolves and loads the shared table, refusing one whose partition
-// filter a storage credential cannot express.
+// load resolves and loads the shared table, refusing a filtered one when
+// this server cannot derive its view.
 func (h *Handler) load(r *http.Request, c *call) (sharing.Table, *catalog.TableState, error) {
 	t, err := h.resolve(r, c)
 	if err != nil {
 		return t, nil, err
 	}
-	if t.PartitionFilter != "" {
-		return t, nil, floe.E(floe.Forbidden, "", "table %s.%s is shared with a partition filter, which a share catalog cannot enforce "+
+	if t.PartitionFilter != "" && (h.opts.Views == nil || h.opts.FileFilter == nil) {
+		return t, nil, floe.E(floe.Forbidden, "", "table %s.%s is shared with a partition filter, which this share catalog cannot enforce "+
 			"with storage credentials: read it through Delta Sharing (the share's profile file)", t.Schema, t.Name)
 	}
 	st, err := h.opts.Tables.LoadTable(r.Context(), t.Warehouse, t.Ident)
@@ -67,6 +69,100 @@ func (h *Handler) load(r *http.Request, c *call) (sharing.Table, *catalog.TableS
 		return t, nil, floe.Wrap(floe.Unavailable, err, "table %s.%s cannot be loaded now", t.Schema, t.Name)
 	}
 	return t, st, nil
+}
+
+// served is what loadTable serves of a shared table: its metadata, and the
+// grant of the recipient's credential.
+type served struct {
+	metadata    []byte
+	location    string // the metadata file's location, "" if none
+	bucket      string
+	prefix      string // of the credential's grant
+	access      vend.Access
+	tablePrefix string // the table's location prefix (storage-credential prefix)
+	ok          bool   // the table is on S3: a credential can be vended
+}
+
+// serveTable decides what a recipient is served of st: with history (and no
+// filter) the table's own metadata and a read credential for its location;
+// otherwise the derived view of its current snapshot (lake/subset) and a
+// credential that reads that view's files only. mode is loadTable's
+// snapshots parameter.
+func (h *Handler) serveTable(r *http.Request, t sharing.Table, st *catalog.TableState, mode string) (served, error) {
+	out := served{metadata: st.JSON, location: st.Location, access: vend.Read}
+	bucket, prefix, ok := objstore.LocationPrefix(st.Metadata.Location())
+	out.bucket, out.prefix, out.tablePrefix, out.ok = bucket, prefix, prefix, ok
+	switch {
+	case t.History && t.PartitionFilter == "":
+		if mode == "refs" {
+			out.metadata = st.RefsOnlyJSON()
+		}
+		return out, nil
+	case h.opts.Views == nil:
+		return out, floe.E(floe.Unsupported, "", "table %s.%s is shared without history, which this server serves only on "+
+			"its embedded store (a derived snapshot that STS credentials cannot express): ask the provider to share it "+
+			"with history", t.Schema, t.Name)
+	}
+	v, err := h.view(r, t, st)
+	if err != nil {
+		return out, err
+	}
+	out.metadata, out.location, out.access = v.Metadata, v.MetadataLocation, vend.ReadListed
+	if b, k, err := objstore.ParseLocation(v.Dir); err == nil && ok {
+		out.bucket, out.prefix = b, k
+	} else {
+		out.ok = false
+	}
+	return out, nil
+}
+
+// view returns the derived view of st's current snapshot for t: only live
+// files, and with a partition filter only the files it allows. Cached by
+// metadata location and filter.
+func (h *Handler) view(r *http.Request, t sharing.Table, st *catalog.TableState) (*subset.View, error) {
+	key := st.Location + "\x00" + t.PartitionFilter
+	if st.Location != "" {
+		if v, ok := h.views.get(key); ok {
+			return v, nil
+		}
+	}
+	trimmed, err := h.currentOnly(st)
+	if err != nil {
+		return nil, err
+	}
+	req := subset.Request{Metadata: st.Metadata, MetadataLocation: st.Location, Trimmed: trimmed}
+	if t.PartitionFilter != "" {
+		dec, err := h.opts.FileFilter(t.PartitionFilter, st.Metadata)
+		if err != nil {
+			// A filter the provider saved but this server cannot read: serve
+			// nothing rather than too much.
+			return nil, floe.Wrap(floe.Internal, err, "internal error")
+		}
+		req.Filter, req.Filtered = t.PartitionFilter, true
+		req.Keep = func(df iceberg.DataFile) (bool, error) {
+			switch d := dec.Decide(df); {
+			case d > 0:
+				return true, nil
+			case d < 0 || df.ContentType() == iceberg.EntryContentData:
+				// A delete file outside the filter applies to no file inside it.
+				return false, nil
+			}
+			return false, floe.E(floe.Forbidden, "", "table %s.%s has delete files that its share's partition filter cannot place "+
+				"(written under a partition spec without the filtered columns): compact the table (floe maintenance run) to share it "+
+				"with this filter, or read it through Delta Sharing", t.Schema, t.Name)
+		}
+	}
+	v, err := subset.Build(r.Context(), h.opts.Views, req)
+	if floe.KindOf(err) == floe.Forbidden {
+		return nil, err
+	}
+	if err != nil {
+		return nil, floe.Wrap(floe.Unavailable, err, "table %s.%s cannot be served now", t.Schema, t.Name)
+	}
+	if st.Location != "" {
+		h.views.put(key, v)
+	}
+	return v, nil
 }
 
 func (h *Handler) tableExists(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -86,18 +182,13 @@ func (h *Handler) loadTable(w http.ResponseWriter, r *http.Request, c *call) err
 	if err != nil {
 		return err
 	}
-	md := st.JSON
-	switch {
-	case !t.History:
-		if md, err = h.currentOnly(st); err != nil {
-			return err
-		}
-	case mode == "refs":
-		md = st.RefsOnlyJSON()
+	sv, err := h.serveTable(r, t, st, mode)
+	if err != nil {
+		return err
 	}
 	tail := []byte(`,"config":{}}`)
-	if bucket, prefix, ok := objstore.LocationPrefix(st.Metadata.Location()); ok && h.opts.Vending != nil {
-		v, err := h.vend(r, c, t, bucket, prefix, true)
+	if sv.ok && h.opts.Vending != nil {
+		v, err := h.vend(r, c, t, sv, true)
 		if err != nil {
 			return err
 		}
@@ -105,10 +196,11 @@ func (h *Handler) loadTable(w http.ResponseWriter, r *http.Request, c *call) err
 		w.Header().Set("Cache-Control", "no-store")
 	}
 	head := []byte(`{"metadata-location":null,"metadata":`)
-	if st.Location != "" {
-		loc, _ := json.Marshal(st.Location)
+	if sv.location != "" {
+		loc, _ := json.Marshal(sv.location)
 		head = append(append([]byte(`{"metadata-location":`), loc...), `,"metadata":`...)
 	}
+	md := sv.metadata
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(md)+len(tail)))
 	w.WriteHeader(http.StatusOK)
@@ -130,8 +222,12 @@ func (h *Handler) loadCredentials(w http.ResponseWriter, r *http.Request, c *cal
 		return floe.E(floe.Unsupported, "", "this server does not vend storage credentials")
 	}
 	creds := []storageCredential{}
-	if bucket, prefix, ok := objstore.LocationPrefix(st.Metadata.Location()); ok {
-		v, err := h.vend(r, c, t, bucket, prefix, false)
+	sv, err := h.serveTable(r, t, st, "")
+	if err != nil {
+		return err
+	}
+	if sv.ok {
+		v, err := h.vend(r, c, t, sv, false)
 		if err != nil {
 			return err
 		}
@@ -173,8 +269,9 @@ const vendReuse = time.Minute
 
 // vend returns a read-only credential for the shared table's location,
 // minted for the recipient's token (reused within vendReuse when reuse).
-func (h *Handler) vend(r *http.Request, c *call, t sharing.Table, bucket, prefix string, reuse bool) (*vended, error) {
+func (h *Handler) vend(r *http.Request, c *call, t sharing.Table, sv served, reuse bool) (*vended, error) {
 	v := h.opts.Vending
+	bucket, prefix := sv.bucket, sv.prefix
 	key := credKey{tokenID: c.recipient.TokenID, recipientID: c.recipient.ID, table: alias(t), location: bucket + "/" + prefix}
 	if reuse {
 		if got, ok := h.creds.get(key); ok && h.opts.Now().Sub(got.minted) < vendReuse &&
@@ -183,13 +280,10 @@ func (h *Handler) vend(r *http.Request, c *call, t sharing.Table, bucket, prefix
 			return got, nil
 		}
 	}
-	access := vend.Read
-	if !t.History {
-		// Without history the recipient gets the current snapshot's
-		// metadata only; a credential that could list the table's prefix
-		// would find the older files. It reads by key only.
-		access = vend.ReadObjects
-	}
+	// Without history (or with a filter) the recipient gets a derived
+	// current snapshot: its credential reads that snapshot's files only
+	// (read-listed), never the table's other files nor a listing.
+	access := sv.access
 	s := vend.Session{Principal: sharing.CredentialPrincipal(c.recipient.Name), PrincipalID: c.recipient.ID, TokenID: c.recipient.TokenID,
 		Table: alias(t), Grants: []vend.Grant{{Bucket: bucket, Prefix: prefix, Access: access}}}
 	s.AllowedCIDRs = c.recipient.AllowedCIDRs
@@ -210,7 +304,7 @@ func (h *Handler) vend(r *http.Request, c *call, t sharing.Table, bucket, prefix
 		url.PathEscape(t.Schema) + "/tables/" + url.PathEscape(t.Name) + "/credentials"
 	cfg["client.refresh-credentials-enabled"] = "true"
 	out := &vended{sess: sess, minted: h.opts.Now(),
-		access: tableAccess{Config: cfg, StorageCredentials: []storageCredential{{Prefix: "s3://" + bucket + "/" + prefix, Config: sc}}}}
+		access: tableAccess{Config: cfg, StorageCredentials: []storageCredential{{Prefix: "s3://" + bucket + "/" + sv.tablePrefix, Config: sc}}}}
 	b, err := json.Marshal(out.access)
 	if err != nil {
 		return nil, floe.Wrap(floe.Internal, err, "internal error")

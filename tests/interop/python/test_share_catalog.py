@@ -177,3 +177,104 @@ def _split(location: str) -> tuple[str, str]:
     rest = location.split("://", 1)[1]
     bucket, key = rest.split("/", 1)
     return bucket, key
+
+
+def _denied(s3, location: str) -> bool:
+    """Whether the vended credential is refused reading location."""
+    from botocore.exceptions import ClientError
+
+    bucket, key = _split(location)
+    try:
+        s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except ClientError as e:
+        return e.response["Error"]["Code"] == "AccessDenied"
+    return False
+
+
+def _named_files(io, tbl) -> tuple[set[str], set[str]]:
+    """The live data files of tbl's current snapshot, and every file its
+    manifests name (deleted entries included)."""
+    live, named = set(), set()
+    for m in tbl.current_snapshot().manifests(io):
+        for e in m.fetch_manifest_entry(io, discard_deleted=False):
+            named.add(e.data_file.file_path)
+            if e.status.name != "DELETED":
+                live.add(e.data_file.file_path)
+    return live, named
+
+
+def test_history_off_hands_out_no_deleted_file(floe, catalog, shared):
+    """A table shared without history: after the provider deletes rows, the
+    recipient reads the current rows, and nothing it is given (metadata,
+    manifests, credential) reaches the file the delete removed nor the
+    provider's own metadata (before the derived views, the credential read
+    any key under the table and the manifests named the deleted file)."""
+    share, rcpt, token, ns = shared
+    provider = catalog.load_table(f"{ns}.orders")
+    before, _ = _named_files(provider.io, provider)
+    provider.delete("id = 3")  # the second append's one-row file goes whole
+    provider = catalog.load_table(f"{ns}.orders")
+    live, named = _named_files(provider.io, provider)
+    gone = before - live
+    assert gone and gone <= named, (before, live, named)
+
+    cat = _share_catalog(floe, share, token=token)
+    orders = cat.load_table("sales.orders")
+    assert _rows(orders) == [(1, "EMEA"), (2, "APAC")]
+    assert orders.metadata_location != provider.metadata_location
+    _, served = _named_files(orders.io, orders)
+    assert not (served & gone), "the served manifests name the deleted file"
+
+    res = floe.request("GET", f"/shares/{share}/iceberg/v1/{share}/namespaces/sales/tables/orders", token=token)
+    s3 = s3_client(res["config"])
+    for loc in (*gone, provider.metadata_location, provider.current_snapshot().manifest_list):
+        assert _denied(s3, loc), f"the recipient's credential read {loc}"
+    for loc in live:
+        assert not _denied(s3, loc), f"the recipient's credential cannot read the live file {loc}"
+
+
+def test_partition_filter_through_the_share_catalog(floe, catalog, unique, tmp_path: Path):
+    """A table shared with a partition filter is served through the share
+    catalog too: PyIceberg with the recipient's credential reads exactly the
+    allowed partition's rows, and the vended credential reads no file of
+    another partition and none of the provider's metadata."""
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    ns = f"scf_{unique}"
+    catalog.create_namespace(ns)
+    schema = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "region", StringType(), required=False))
+    spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="region"))
+    provider = catalog.create_table(f"{ns}.sales", schema=schema, partition_spec=spec)
+    arrow = pa.schema([("id", pa.int64()), ("region", pa.string())])
+    provider.append(pa.table({"id": [1, 2, 3, 4], "region": ["EMEA", "APAC", "EMEA", "AMER"]}, schema=arrow))
+    provider.append(pa.table({"id": [5, 6], "region": ["APAC", "EMEA"]}, schema=arrow))
+    share, rcpt = f"sf_{unique}", f"rf_{unique}"
+    _cli(floe, "share", "create", share)
+    _cli(floe, "share", "add", share, "table", f"{ns}.sales", "--as", "eu.sales", "--partition-filter", "region = 'EMEA'")
+    profile = tmp_path / "rf.share"
+    _cli(floe, "recipient", "create", rcpt, "--profile-out", str(profile))
+    _cli(floe, "share", "grant", share, "TO", rcpt)
+    token = json.loads(profile.read_text())["bearerToken"]
+
+    cat = _share_catalog(floe, share, credential=f"{rcpt}:{token}")
+    tbl = cat.load_table("eu.sales")
+    assert _rows(tbl) == [(1, "EMEA"), (3, "EMEA"), (6, "EMEA")]
+    want = sorted(r for r in _rows(catalog.load_table(f"{ns}.sales")) if r[1] == "EMEA")
+    assert _rows(tbl) == want
+    summary = tbl.current_snapshot().summary
+    assert summary is not None and "total-records" not in summary.additional_properties
+
+    res = floe.request("GET", f"/shares/{share}/iceberg/v1/{share}/namespaces/eu/tables/sales", token=token)
+    s3 = s3_client(res["config"])
+    provider = catalog.load_table(f"{ns}.sales")
+    live, _ = _named_files(provider.io, provider)
+    outside = [p for p in live if "region=EMEA" not in p]
+    inside = [p for p in live if "region=EMEA" in p]
+    assert outside and inside
+    for loc in (*outside, provider.metadata_location, provider.current_snapshot().manifest_list):
+        assert _denied(s3, loc), f"the recipient's credential read {loc}"
+    for loc in inside:
+        assert not _denied(s3, loc), f"the recipient's credential cannot read {loc}"

@@ -86,3 +86,40 @@ def test_spark_reads_a_share_through_its_catalog(spark: Any, floe: FloeServer, t
         with pytest.raises(Exception, match="(?i)not found|cannot be found|no such"):
             spark.sql(f"SELECT * FROM {name}").collect()
     assert spark.sql(f"SELECT count(*) FROM {CATALOG}.{ns}.orders").collect()[0][0] == 4  # nothing was written
+
+
+def test_spark_reads_a_partition_filtered_share(spark: Any, floe: FloeServer, tmp_path: Path) -> None:
+    """A table shared with a partition filter (and without history) is served
+    through the share catalog as a derived snapshot of the allowed
+    partitions: Spark with only the recipient's credential reads exactly
+    their rows, and, after the provider deletes a row there (copy-on-write:
+    the partition's file is replaced), the current rows and no deleted one."""
+    u = uuid.uuid4().hex[:8]
+    ns, share, rcpt, shared = f"provf_{u}", f"sf_{u}", f"rf_{u}", f"sharedf_{u}"
+    spark.sql(f"CREATE NAMESPACE {CATALOG}.{ns}")
+    spark.sql(f"CREATE TABLE {CATALOG}.{ns}.orders (id BIGINT, region STRING) USING iceberg PARTITIONED BY (region)")
+    spark.sql(f"INSERT INTO {CATALOG}.{ns}.orders VALUES (1, 'eu'), (2, 'us'), (3, 'eu')")
+    spark.sql(f"INSERT INTO {CATALOG}.{ns}.orders VALUES (4, 'apac'), (5, 'eu')")
+
+    cli(floe, "share", "create", share)
+    cli(floe, "share", "add", share, "table", f"{ns}.orders", "--as", "eu.orders", "--partition-filter", "region = 'eu'")
+    profile = tmp_path / "rf.share"
+    cli(floe, "recipient", "create", rcpt, "--profile-out", str(profile))
+    cli(floe, "share", "grant", share, "TO", rcpt)
+    token = json.loads(profile.read_text())["bearerToken"]
+    p = f"spark.sql.catalog.{shared}"
+    for k, v in {p: "org.apache.iceberg.spark.SparkCatalog", f"{p}.type": "rest",
+                 f"{p}.uri": f"{floe.uri}/shares/{share}/iceberg", f"{p}.warehouse": share,
+                 f"{p}.credential": f"{rcpt}:{token}",
+                 f"{p}.oauth2-server-uri": f"{floe.uri}/shares/{share}/iceberg/v1/oauth/tokens",
+                 f"{p}.cache-enabled": "false"}.items():
+        spark.conf.set(k, v)
+
+    def rows(name: str, where: str = "") -> list[tuple[int, str]]:
+        return sorted(tuple(r) for r in spark.sql(f"SELECT id, region FROM {name} {where}").collect())
+
+    assert rows(f"{shared}.eu.orders") == [(1, "eu"), (3, "eu"), (5, "eu")]
+    assert rows(f"{shared}.eu.orders") == rows(f"{CATALOG}.{ns}.orders", "WHERE region = 'eu'")
+    spark.sql(f"DELETE FROM {CATALOG}.{ns}.orders WHERE id = 1")
+    assert rows(f"{shared}.eu.orders") == [(3, "eu"), (5, "eu")]
+    assert spark.sql(f"SELECT count(*) FROM {shared}.eu.orders.snapshots").collect()[0][0] == 1
