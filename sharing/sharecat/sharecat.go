@@ -6,10 +6,12 @@
 //
 // The catalog lists only the shared objects, under the names the recipient
 // sees (aliases), and never shows a table's real name. loadTable serves the
-// real table's metadata (only the current snapshot when history is not
-// shared) with a short-lived read-only credential scoped to the table's
-// location and carrying the recipient's token id, so that revoking the token
-// refuses the credential too. Every write is refused.
+// real table's metadata with a short-lived read-only credential scoped to the
+// table's location, or, for a table shared without history or with a
+// partition filter, a derived snapshot of the files the recipient may read
+// (lake/subset) with a credential for exactly those files. Credentials carry
+// the recipient's token id, so that revoking the token refuses them too.
+// Every write is refused.
 //
 // The package consumes the sharing service only through sharing.Resolver.
 package sharecat
@@ -88,9 +90,9 @@ type Options struct {
 	// Views is where the derived snapshots (lake/subset) served for tables
 	// shared without history or with a partition filter are written and
 	// read: the recipient's credential then reads the derived snapshot's
-	// files and nothing else. Nil (unit tests only): a history-off table is
-	// served trimmed, with a read-objects credential for its location, and
-	// a filtered table is refused.
+	// files and nothing else. Nil (a server without an embedded store,
+	// whose STS credentials cannot express a view): such tables are
+	// refused.
 	Views subset.FS
 	// FileFilter compiles a share's partition filter for a table version
 	// (deltasharing.NewFileFilter, so that both protocols enforce a filter

@@ -369,7 +369,8 @@ func TestHistoryOff(t *testing.T) {
 }
 
 // TestVendedCredential: loadTable vends a read-only credential for the
-// table's location (read-objects: the table is shared without history), for the recipient's token, named by the alias, audited
+// table (read-listed: the table is shared without history, so its derived
+// snapshot's files), for the recipient's token, named by the alias, audited
 // with recipient, share, table and token id; a second load within a minute
 // reuses it; the credentials endpoint mints a new one.
 func TestVendedCredential(t *testing.T) {
