@@ -3,16 +3,14 @@ package catalog_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
 
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/testkit/localcat"
 	"github.com/floe-lake/floe/lake"
-	"github.com/floe-lake/floe/objstore/bucket"
-	"github.com/floe-lake/floe/store/sqlstore"
 )
 
 // timedTables times the catalog's CommitTable calls of a lake.
@@ -35,25 +33,8 @@ func (t *timedTables) CommitTable(ctx context.Context, wh string, tc catalog.Tab
 // manifest list, the parent's and the new manifest) is part of it.
 func BenchmarkCommitAppend(b *testing.B) {
 	ctx := context.Background()
-	dir := b.TempDir()
-	st, err := sqlstore.Open(ctx, filepath.Join(dir, "floe.db"), sqlstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	objs, err := bucket.New(bucket.Options{Buckets: map[string]string{"floe": filepath.Join(dir, "wh")}, TempDir: filepath.Join(dir, "staging")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer objs.Close()
-	if err := st.PutWarehouse(ctx, catalog.Warehouse{Name: "floe", Location: "s3://floe"}); err != nil {
-		b.Fatal(err)
-	}
-	cat := catalog.New(st, objs.FileIO(), catalog.Options{})
-	ns := catalog.Namespace{"bench"}
-	if err := cat.CreateNamespace(ctx, "floe", ns, nil); err != nil {
-		b.Fatal(err)
-	}
+	lc := localcat.New(b)
+	cat, objs, ns := lc.Catalog, lc.Objects, localcat.Namespace
 	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
 	if _, err := cat.CreateTable(ctx, "floe", ns, catalog.CreateTableRequest{Name: "t", Schema: sc}); err != nil {
 		b.Fatal(err)

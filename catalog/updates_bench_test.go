@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-lake/floe/catalog"
-	"github.com/floe-lake/floe/objstore/bucket"
-	"github.com/floe-lake/floe/store/sqlstore"
+	"github.com/floe-lake/floe/internal/testkit/localcat"
 )
 
 // BenchmarkCreateCommit commits one assert-create per iteration, with the
@@ -20,25 +18,8 @@ import (
 // figure to compare before and after the reference-order layer.
 func BenchmarkCreateCommit(b *testing.B) {
 	ctx := context.Background()
-	dir := b.TempDir()
-	st, err := sqlstore.Open(ctx, filepath.Join(dir, "floe.db"), sqlstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	objs, err := bucket.New(bucket.Options{Buckets: map[string]string{"floe": filepath.Join(dir, "wh")}, TempDir: filepath.Join(dir, "staging")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer objs.Close()
-	if err := st.PutWarehouse(ctx, catalog.Warehouse{Name: "floe", Location: "s3://floe"}); err != nil {
-		b.Fatal(err)
-	}
-	cat := catalog.New(st, objs.FileIO(), catalog.Options{})
-	ns := catalog.Namespace{"bench"}
-	if err := cat.CreateNamespace(ctx, "floe", ns, nil); err != nil {
-		b.Fatal(err)
-	}
+	lc := localcat.New(b)
+	cat, ns := lc.Catalog, localcat.Namespace
 	for i := 0; b.Loop(); i++ {
 		var updates table.Updates
 		if err := json.Unmarshal(fmt.Appendf(nil, `[{"action":"upgrade-format-version","format-version":2},

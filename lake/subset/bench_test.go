@@ -3,17 +3,15 @@ package subset_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
 
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/testkit/localcat"
 	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/lake/subset"
-	"github.com/floe-lake/floe/objstore/bucket"
-	"github.com/floe-lake/floe/store/sqlstore"
 )
 
 // BenchmarkBuild derives the view of a table of 10,000 data files in 100
@@ -26,25 +24,8 @@ import (
 // list.
 func BenchmarkBuild(b *testing.B) {
 	ctx := context.Background()
-	dir := b.TempDir()
-	st, err := sqlstore.Open(ctx, filepath.Join(dir, "floe.db"), sqlstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	objs, err := bucket.New(bucket.Options{Buckets: map[string]string{"floe": filepath.Join(dir, "wh")}, TempDir: filepath.Join(dir, "staging")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer objs.Close()
-	if err := st.PutWarehouse(ctx, catalog.Warehouse{Name: "floe", Location: "s3://floe"}); err != nil {
-		b.Fatal(err)
-	}
-	cat := catalog.New(st, objs.FileIO(), catalog.Options{})
-	ns := catalog.Namespace{"bench"}
-	if err := cat.CreateNamespace(ctx, "floe", ns, nil); err != nil {
-		b.Fatal(err)
-	}
+	lc := localcat.New(b)
+	cat, objs, ns := lc.Catalog, lc.Objects, localcat.Namespace
 	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 		iceberg.NestedField{ID: 2, Name: "region", Type: iceberg.PrimitiveTypes.String})
 	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "region", Transform: iceberg.IdentityTransform{}})

@@ -34,6 +34,18 @@ def cli(floe: FloeServer, *args: str) -> str:
     return r.stdout
 
 
+def share_catalog(spark: Any, floe: FloeServer, name: str, share: str, rcpt: str, token: str) -> None:
+    """Configure Spark catalog name as the share's Iceberg REST catalog, with
+    only the recipient's name and token as its client credential."""
+    p = f"spark.sql.catalog.{name}"
+    for k, v in {p: "org.apache.iceberg.spark.SparkCatalog", f"{p}.type": "rest",
+                 f"{p}.uri": f"{floe.uri}/shares/{share}/iceberg", f"{p}.warehouse": share,
+                 f"{p}.credential": f"{rcpt}:{token}",
+                 f"{p}.oauth2-server-uri": f"{floe.uri}/shares/{share}/iceberg/v1/oauth/tokens",
+                 f"{p}.cache-enabled": "false"}.items():
+        spark.conf.set(k, v)
+
+
 def test_spark_reads_a_share_through_its_catalog(spark: Any, floe: FloeServer, tmp_path: Path) -> None:
     u = uuid.uuid4().hex[:8]
     ns, share, rcpt, shared = f"prov_{u}", f"s_{u}", f"r_{u}", f"shared_{u}"
@@ -50,13 +62,7 @@ def test_spark_reads_a_share_through_its_catalog(spark: Any, floe: FloeServer, t
     cli(floe, "share", "grant", share, "TO", rcpt)
     token = json.loads(profile.read_text())["bearerToken"]
 
-    p = f"spark.sql.catalog.{shared}"
-    for k, v in {p: "org.apache.iceberg.spark.SparkCatalog", f"{p}.type": "rest",
-                 f"{p}.uri": f"{floe.uri}/shares/{share}/iceberg", f"{p}.warehouse": share,
-                 f"{p}.credential": f"{rcpt}:{token}",
-                 f"{p}.oauth2-server-uri": f"{floe.uri}/shares/{share}/iceberg/v1/oauth/tokens",
-                 f"{p}.cache-enabled": "false"}.items():
-        spark.conf.set(k, v)
+    share_catalog(spark, floe, shared, share, rcpt, token)
 
     assert [r.namespace for r in spark.sql(f"SHOW NAMESPACES IN {shared}").collect()] == ["sales"]
     assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {shared}.sales").collect()] == ["orders"]
@@ -107,13 +113,7 @@ def test_spark_reads_a_partition_filtered_share(spark: Any, floe: FloeServer, tm
     cli(floe, "recipient", "create", rcpt, "--profile-out", str(profile))
     cli(floe, "share", "grant", share, "TO", rcpt)
     token = json.loads(profile.read_text())["bearerToken"]
-    p = f"spark.sql.catalog.{shared}"
-    for k, v in {p: "org.apache.iceberg.spark.SparkCatalog", f"{p}.type": "rest",
-                 f"{p}.uri": f"{floe.uri}/shares/{share}/iceberg", f"{p}.warehouse": share,
-                 f"{p}.credential": f"{rcpt}:{token}",
-                 f"{p}.oauth2-server-uri": f"{floe.uri}/shares/{share}/iceberg/v1/oauth/tokens",
-                 f"{p}.cache-enabled": "false"}.items():
-        spark.conf.set(k, v)
+    share_catalog(spark, floe, shared, share, rcpt, token)
 
     def rows(name: str, where: str = "") -> list[tuple[int, str]]:
         return sorted(tuple(r) for r in spark.sql(f"SELECT id, region FROM {name} {where}").collect())
