@@ -29,6 +29,7 @@ import (
 	"github.com/floe-lake/floe/sharing"
 	"github.com/floe-lake/floe/sharing/sharecat"
 	"github.com/floe-lake/floe/sqlgw/rowfilter"
+	"github.com/floe-lake/floe/sqlgw/viewrename"
 	"github.com/floe-lake/floe/store/sqlstore"
 	"github.com/floe-lake/floe/vend"
 )
@@ -57,6 +58,9 @@ type App struct {
 	// rowFilters parses grants' row filters as they are made (one DuckDB
 	// connection, opened at the first grant with a row filter).
 	rowFilters *rowfilter.Parser
+	// viewRenamer rewrites shared views for share catalogs (one DuckDB
+	// connection, opened on first use).
+	viewRenamer *viewrename.Rewriter
 	oauth      *oauth.Handler
 	rest       *restcat.Handler
 	maint      *maint.Scheduler // nil when maintenance is off
@@ -164,6 +168,7 @@ func (a *App) init(ctx context.Context) error {
 	cfg.Purge.catalogOptions(&catOpts, cfg.PurgeHook)
 	a.cat = catalog.New(a.store, io, catOpts)
 	a.rowFilters = rowfilter.New()
+	a.viewRenamer = viewrename.New()
 	a.authz = authz.New(a.store, authz.Options{Logger: a.log, Tables: tableColumns{a.cat}, RowFilters: a.rowFilters})
 	a.sharing = a.newSharing()
 	a.oauth = oauth.New(a.auth, oauth.Options{Logger: a.log, Audit: a.audit, FailuresPerMinute: cfg.AuthFailuresPerMinute})
@@ -385,6 +390,9 @@ func (a *App) Close(ctx context.Context) error {
 	errs = append(errs, a.sealAtShutdown(ctx))
 	if a.objects != nil {
 		errs = append(errs, a.objects.Close())
+	}
+	if a.viewRenamer != nil {
+		errs = append(errs, a.viewRenamer.Close())
 	}
 	if a.rowFilters != nil {
 		errs = append(errs, a.rowFilters.Close())

@@ -1,6 +1,9 @@
 package app
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/apache/iceberg-go/table"
@@ -8,6 +11,7 @@ import (
 	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/sharing/deltasharing"
 	"github.com/floe-lake/floe/sharing/sharecat"
+	"github.com/floe-lake/floe/sqlgw/viewrename"
 )
 
 // shareCatalogs returns the share catalogs (every share as a read-only
@@ -27,6 +31,8 @@ func (a *App) shareCatalogs() http.Handler {
 		MaxBodyBytes: min(a.cfg.MaxBodyBytes, sharecat.DefaultMaxBodyBytes),
 		Audit:        a.events.Record,
 		Logger:       a.log.With("component", "sharecat"),
+		ViewSource:   a.cat,
+		RenameView:   a.renameView,
 	}
 	if a.objects != nil {
 		// Tables shared without history or with a partition filter are
@@ -38,4 +44,17 @@ func (a *App) shareCatalogs() http.Handler {
 		}
 	}
 	return sharecat.New(opts)
+}
+
+// renameView adapts the view rewriter to the share catalogs.
+func (a *App) renameView(ctx context.Context, query, dialect string, defaultNS []string,
+	rename func(ns []string, name string) (string, string, bool)) (string, error) {
+	out, err := a.viewRenamer.Rename(ctx, query, dialect, defaultNS, func(ns []string, name string) (viewrename.Name, bool) {
+		s, t, ok := rename(ns, name)
+		return viewrename.Name{Namespace: s, Name: t}, ok
+	})
+	if errors.Is(err, viewrename.ErrNotShared) {
+		return "", fmt.Errorf("%w: %w", sharecat.ErrViewNotShared, err)
+	}
+	return out, err
 }

@@ -160,8 +160,8 @@ func (h *Handler) listTables(w http.ResponseWriter, r *http.Request, c *call) er
 	return h.listObjects(w, r, c, false)
 }
 
-// listViews lists no views: a view's SQL names the real tables it reads,
-// which a recipient must not see, so share catalogs serve tables only.
+// listViews lists the shared views of a schema when this server serves
+// views (Options.ViewSource and RenameView); otherwise none.
 func (h *Handler) listViews(w http.ResponseWriter, r *http.Request, c *call) error {
 	return h.listObjects(w, r, c, true)
 }
@@ -172,9 +172,9 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *http.Request, c *call, v
 		return err
 	}
 	var names []string
-	if !views {
+	if !views || h.servesViews() {
 		for _, t := range ts {
-			if t.Schema == schema && !t.IsView {
+			if t.Schema == schema && t.IsView == views {
 				names = append(names, t.Name)
 			}
 		}
@@ -194,17 +194,6 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *http.Request, c *call, v
 	}
 	httperr.JSON(w, http.StatusOK, body)
 	return nil
-}
-
-func (h *Handler) loadView(w http.ResponseWriter, r *http.Request, c *call) error {
-	if _, _, err := h.namespace(r, c); err != nil {
-		return err
-	}
-	return notFoundFor(r)
-}
-
-func (h *Handler) viewExists(w http.ResponseWriter, r *http.Request, c *call) error {
-	return h.loadView(w, r, c)
 }
 
 // reportMetrics accepts a metrics report and drops it (bounded by the

@@ -98,6 +98,11 @@ type Options struct {
 	// (deltasharing.NewFileFilter, so that both protocols enforce a filter
 	// alike). Nil: filtered tables are refused.
 	FileFilter func(filter string, md table.Metadata) (FileDecider, error)
+	// ViewSource and RenameView serve shared views: a view's current
+	// version with its SQL rewritten to read the share's tables under
+	// their aliases. Either nil: no view is listed or served.
+	ViewSource ViewSource
+	RenameView ViewRenamer
 	// Audit, if set, records one event per request and one per credential
 	// vended.
 	Audit func(ctx context.Context, e audit.Event)

@@ -123,3 +123,35 @@ def test_spark_reads_a_partition_filtered_share(spark: Any, floe: FloeServer, tm
     spark.sql(f"DELETE FROM {CATALOG}.{ns}.orders WHERE id = 1")
     assert rows(f"{shared}.eu.orders") == [(3, "eu"), (5, "eu")]
     assert spark.sql(f"SELECT count(*) FROM {shared}.eu.orders.snapshots").collect()[0][0] == 1
+
+
+def test_spark_reads_a_shared_view(spark: Any, floe: FloeServer, tmp_path: Path) -> None:
+    """A view the provider made with Spark, shared with the tables it reads,
+    is expanded by the recipient's Spark in the share catalog: its SQL is
+    served with the tables' aliases, so it reads them through the share
+    (with their own filters). A view reading a table outside the share is
+    refused."""
+    u = uuid.uuid4().hex[:8]
+    ns, share, rcpt, shared = f"provv_{u}", f"sv_{u}", f"rv_{u}", f"sharedv_{u}"
+    spark.sql(f"CREATE NAMESPACE {CATALOG}.{ns}")
+    spark.sql(f"CREATE TABLE {CATALOG}.{ns}.orders (id BIGINT, region STRING, amount DOUBLE) USING iceberg PARTITIONED BY (region)")
+    spark.sql(f"INSERT INTO {CATALOG}.{ns}.orders VALUES (1, 'eu', 10.0), (2, 'us', 20.0), (3, 'eu', 30.0), (4, 'apac', 5.0)")
+    spark.sql(f"CREATE TABLE {CATALOG}.{ns}.secret (id BIGINT) USING iceberg")
+    spark.sql(f"CREATE VIEW {CATALOG}.{ns}.totals AS SELECT region, sum(amount) AS total FROM {CATALOG}.{ns}.orders GROUP BY region")
+    spark.sql(f"CREATE VIEW {CATALOG}.{ns}.leak AS SELECT id FROM {CATALOG}.{ns}.secret")
+
+    cli(floe, "share", "create", share)
+    cli(floe, "share", "add", share, "table", f"{ns}.orders", "--as", "sales.orders", "--history")
+    cli(floe, "share", "add", share, "view", f"{ns}.totals", "--as", "sales.totals")
+    cli(floe, "share", "add", share, "view", f"{ns}.leak", "--as", "sales.leak")
+    profile = tmp_path / "rv.share"
+    cli(floe, "recipient", "create", rcpt, "--profile-out", str(profile))
+    cli(floe, "share", "grant", share, "TO", rcpt)
+    token = json.loads(profile.read_text())["bearerToken"]
+    share_catalog(spark, floe, shared, share, rcpt, token)
+
+    assert sorted(r.viewName for r in spark.sql(f"SHOW VIEWS IN {shared}.sales").collect()) == ["leak", "totals"]
+    got = sorted(tuple(r) for r in spark.sql(f"SELECT region, total FROM {shared}.sales.totals").collect())
+    assert got == [("apac", 5.0), ("eu", 40.0), ("us", 20.0)]
+    with pytest.raises(Exception, match="(?i)forbidden|not in this share|403"):
+        spark.sql(f"SELECT * FROM {shared}.sales.leak").collect()
