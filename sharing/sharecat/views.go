@@ -201,4 +201,3 @@ func (h *Handler) rewriteView(ctx context.Context, t sharing.Table, vs *catalog.
 	}
 	return out, nil
 }
-
