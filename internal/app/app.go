@@ -61,9 +61,9 @@ type App struct {
 	// viewRenamer rewrites shared views for share catalogs (one DuckDB
 	// connection, opened on first use).
 	viewRenamer *viewrename.Rewriter
-	oauth      *oauth.Handler
-	rest       *restcat.Handler
-	maint      *maint.Scheduler // nil when maintenance is off
+	oauth       *oauth.Handler
+	rest        *restcat.Handler
+	maint       *maint.Scheduler // nil when maintenance is off
 	// maintainer runs maintenance on demand (see maint.go).
 	maintainer *maint.Maintainer
 	// stopPurgeWorker stops the purge worker (see purge.go).
