@@ -20,6 +20,12 @@ func (h *Handler) config(w http.ResponseWriter, r *http.Request) error {
 	if name == "" {
 		name = h.opts.DefaultWarehouse
 	}
+	if h.opts.Foreign != nil && h.opts.Foreign(name) != nil {
+		// A foreign catalog: its tables come with the remote's config.
+		writeJSON(w, http.StatusOK, catalogConfig{Defaults: map[string]string{},
+			Overrides: map[string]string{"prefix": name, "warehouse": name}, Endpoints: h.readEndpoints()})
+		return nil
+	}
 	wh, err := h.cat.Warehouse(r.Context(), name)
 	if err != nil {
 		if floe.KindOf(err) == floe.NotFound {

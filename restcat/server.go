@@ -43,6 +43,9 @@ type Options struct {
 	IdempotencyLifetime time.Duration
 	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// Foreign returns the foreign (federated) catalog served as warehouse
+	// name, or nil when name is not one (nil: none).
+	Foreign func(name string) Foreign
 	// Vending hands out storage access with tables (nil: config stays
 	// empty and the credentials and sign endpoints answer 406).
 	Vending *Vending
@@ -151,6 +154,18 @@ func (h *Handler) Endpoints() []string {
 	return out
 }
 
+// readEndpoints lists the operations that change nothing: what a foreign
+// catalog serves.
+func (h *Handler) readEndpoints() []string {
+	var out []string
+	for _, rt := range h.table() {
+		if !rt.mutates && rt.name != "signRequest" {
+			out = append(out, rt.method+" "+rt.path)
+		}
+	}
+	return out
+}
+
 // Operations lists the names of the operations this server implements
 // (as in the spec, e.g. "loadTable"), excluding getConfig.
 func (h *Handler) Operations() []string {
@@ -213,7 +228,9 @@ func (h *Handler) wrap(rt route) http.Handler {
 		r = r.WithContext(h.withCaller(ctx, claims, h.opts.Auth != nil))
 		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
 		var err error
-		if key := r.Header.Get("Idempotency-Key"); rt.mutates && key != "" && h.opts.Idempotency != nil {
+		if f := h.foreign(r); f != nil {
+			err = h.serveForeign(w, r, rt, f)
+		} else if key := r.Header.Get("Idempotency-Key"); rt.mutates && key != "" && h.opts.Idempotency != nil {
 			err = h.idempotent(w, r, key, rt.fn)
 		} else {
 			err = rt.fn(w, r)
