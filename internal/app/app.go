@@ -181,6 +181,7 @@ func (a *App) init(ctx context.Context) error {
 		Authz:            a.authz,
 		Audit:            a.events.Record,
 		Logger:           a.log,
+		Foreign:          cfg.ForeignResolver,
 	}
 	if cfg.InsecureNoAuth {
 		a.log.Warn("AUTHENTICATION IS DISABLED (insecure_no_auth): anyone who can reach this port can read and change every table. Use only for throwaway local work.")

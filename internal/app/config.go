@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -16,8 +17,10 @@ import (
 
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/federation"
 	"github.com/floe-lake/floe/internal/netlimit"
 	"github.com/floe-lake/floe/maint"
+	"github.com/floe-lake/floe/restcat"
 	"github.com/floe-lake/floe/sharing"
 )
 
@@ -80,6 +83,19 @@ type Config struct {
 	// /delta-sharing and every share's Iceberg REST catalog under
 	// /shares/<share>/iceberg. Not settable from YAML, env or flags.
 	SharingResolver sharing.Resolver `yaml:"-"`
+	// FederatedCatalogs are remote Iceberg REST catalogs served as
+	// warehouses of this server, read in place and governed by Floe's
+	// grants (docs/federation.md). Env FLOE_FEDERATED_CATALOGS: the same
+	// list as JSON. Secrets come from the environment variables the
+	// entries name (token_env, client_secret_env).
+	FederatedCatalogs []federation.Catalog `yaml:"federated_catalogs"`
+	// ForeignResolver, if set, replaces the federated catalogs' clients
+	// (tests serve fakes): it returns the foreign catalog served as
+	// warehouse name, or nil. Not settable from YAML, env or flags.
+	ForeignResolver func(name string) restcat.Foreign `yaml:"-"`
+	// Getenv reads the environment variables federated catalogs name
+	// (set by LoadEnv; default os.Getenv).
+	Getenv func(string) string `yaml:"-"`
 	// Encryption encrypts every object of the embedded store at rest with
 	// AES-256-GCM (env FLOE_ENCRYPTION, default true).
 	Encryption bool `yaml:"encryption"`
@@ -466,6 +482,14 @@ func (c *Config) LoadFile(path string) error {
 
 // LoadEnv merges FLOE_* variables from getenv into c.
 func (c *Config) LoadEnv(getenv func(string) string) error {
+	c.Getenv = getenv
+	if v := getenv("FLOE_FEDERATED_CATALOGS"); v != "" {
+		var cs []federation.Catalog
+		if err := json.Unmarshal([]byte(v), &cs); err != nil {
+			return fmt.Errorf("FLOE_FEDERATED_CATALOGS: a JSON list of catalogs: %w", err)
+		}
+		c.FederatedCatalogs = cs
+	}
 	str := func(name string, dst *string) {
 		if v := getenv(name); v != "" {
 			*dst = v
@@ -660,6 +684,13 @@ func (c *Config) Finish() error {
 		c.Store = filepath.Join(c.DataDir, "floe.db")
 	}
 	if err := c.finishStorage(); err != nil {
+		return err
+	}
+	getenv := c.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if err := federation.Finish(c.FederatedCatalogs, getenv, c.Warehouse); err != nil {
 		return err
 	}
 	allowed, err := catalog.NormalizeAllowedLocations(c.AllowedLocations)
