@@ -61,6 +61,8 @@ type App struct {
 	// viewRenamer rewrites shared views for share catalogs (one DuckDB
 	// connection, opened on first use).
 	viewRenamer *viewrename.Rewriter
+	// foreign are the federated catalogs by warehouse name (federation.go).
+	foreign map[string]*foreignCatalog
 	oauth       *oauth.Handler
 	rest        *restcat.Handler
 	maint       *maint.Scheduler // nil when maintenance is off
@@ -182,6 +184,12 @@ func (a *App) init(ctx context.Context) error {
 		Audit:            a.events.Record,
 		Logger:           a.log,
 		Foreign:          cfg.ForeignResolver,
+	}
+	if opts.Foreign == nil {
+		opts.Foreign = a.foreignCatalogByName
+	}
+	if err := a.initForeign(); err != nil {
+		return err
 	}
 	if cfg.InsecureNoAuth {
 		a.log.Warn("AUTHENTICATION IS DISABLED (insecure_no_auth): anyone who can reach this port can read and change every table. Use only for throwaway local work.")

@@ -102,7 +102,11 @@ def _start(name: str, demo: bool = False) -> FloeServer:
     binary = floe_binary()
     if not binary.is_file() or not os.access(binary, os.X_OK):
         pytest.exit(f"Floe binary not found at {binary}: run `make build` or set FLOE_BIN", returncode=2)
-    srv = FloeServer(binary, name, demo=demo)
+    return _start_server(FloeServer(binary, name, demo=demo))
+
+
+def _start_server(srv: FloeServer) -> FloeServer:
+    """Start srv, reporting its stderr with any failing test (_finish stops it)."""
     _servers.append(srv)
     try:
         srv.start()

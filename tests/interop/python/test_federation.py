@@ -1,0 +1,97 @@
+"""Issue 19, Data In (first slice): a Floe serves another Iceberg REST
+catalog (here a second Floe) as a warehouse of its own, read in place and
+governed by its own grants.
+
+- The remote (the suite's shared server) holds a table written by PyIceberg.
+- A local Floe is started with FLOE_FEDERATED_CATALOGS naming the remote as
+  the foreign catalog "acme" (OAuth2 client credentials; the secret in an
+  environment variable, never in the configuration).
+- PyIceberg with only a credential of the local Floe lists the remote's
+  namespace and reads the table row for row, with the credentials the
+  remote vended, passed through because the caller may SELECT it.
+- A local principal with no grant on acme sees nothing and gets 403; one
+  with DESCRIBE only loads the metadata without credentials; writes are
+  refused; with the remote stopped the local Floe answers 503 naming it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+from conftest import FloeServer, RestError, _finish, _start_server, floe_binary
+
+
+class _FederatingFloe(FloeServer):
+    def __init__(self, remote: FloeServer) -> None:
+        super().__init__(floe_binary(), "federating")
+        self.remote = remote
+
+    def extra_env(self) -> dict[str, str]:
+        return {
+            "FLOE_FEDERATED_CATALOGS": json.dumps([{
+                "name": "acme", "uri": self.remote.uri, "warehouse": "floe", "auth": "oauth2",
+                "client_id": self.remote.client_id, "client_secret_env": "ACME_CATALOG_SECRET"}]),
+            "ACME_CATALOG_SECRET": self.remote.client_secret,
+        }
+
+
+@pytest.fixture(scope="module")
+def local(floe, request):
+    srv = _FederatingFloe(floe)
+    _start_server(srv)
+    yield srv
+    _finish(srv, request)
+
+
+@pytest.fixture(scope="module")
+def remote_table(floe):
+    cat = floe.catalog()
+    ns = "fed_remote"
+    cat.create_namespace_if_not_exists(ns)
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    tbl = cat.create_table_if_not_exists(f"{ns}.customers", schema=schema)
+    tbl.append(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}, schema=schema))
+    return ns, cat.load_table(f"{ns}.customers").scan().to_arrow().sort_by("id")
+
+
+def test_pyiceberg_reads_a_foreign_catalog_in_place(local, remote_table):
+    ns, want = remote_table
+    cat = local.catalog(warehouse="acme")
+    assert (ns,) in cat.list_namespaces()
+    assert (ns, "customers") in cat.list_tables(ns)
+    got = cat.load_table(f"{ns}.customers").scan().to_arrow().sort_by("id")
+    assert got.equals(want)
+    # Nothing was copied: the metadata is the remote's own file.
+    remote_loc = local.remote.catalog().load_table(f"{ns}.customers").metadata_location
+    assert cat.load_table(f"{ns}.customers").metadata_location == remote_loc
+    # Writes: PyIceberg refuses them itself (the config lists read
+    # endpoints only), and the server refuses a client that sends one.
+    with pytest.raises(Exception, match="(?i)does not support endpoint|read-only|forbidden"):
+        cat.create_namespace("made_here")
+    with pytest.raises(RestError) as e:
+        local.request("POST", "/v1/acme/namespaces", token=local.fetch_token(), body={"namespace": ["made_here"]})
+    assert e.value.status == 403 and "read-only" in e.value.body
+
+
+def test_floe_grants_govern_the_foreign_catalog(local, remote_table):
+    ns, _ = remote_table
+    admin = local.fetch_token()
+    users = {}
+    for name in ("fed_none", "fed_describe"):
+        created = local.request("POST", "/api/v1/principals", token=admin, body={"name": name})
+        users[name] = local.fetch_token(created["client_id"], created["client_secret"])
+    local.request("POST", "/api/v1/grants", token=admin, body={
+        "grantee": {"kind": "principal", "name": "fed_describe"}, "privilege": "DESCRIBE",
+        "on": {"kind": "table", "warehouse": "acme", "namespace": [ns], "name": "customers"}})
+    path = f"/v1/acme/namespaces/{ns}/tables/customers"
+    with pytest.raises(RestError) as e:
+        local.request("GET", path, token=users["fed_none"])
+    assert e.value.status == 403
+    res = local.request("GET", path, token=users["fed_describe"])
+    assert "s3.access-key-id" not in res["config"] and not res.get("storage-credentials")
+    assert "SELECT" in res["config"]["floe.credentials"]
+    with pytest.raises(RestError) as e:
+        local.request("GET", path + "/credentials", token=users["fed_describe"])
+    assert e.value.status == 403 and "SELECT" in e.value.body
