@@ -63,9 +63,9 @@ type App struct {
 	viewRenamer *viewrename.Rewriter
 	// foreign are the federated catalogs by warehouse name (federation.go).
 	foreign map[string]*foreignCatalog
-	oauth       *oauth.Handler
-	rest        *restcat.Handler
-	maint       *maint.Scheduler // nil when maintenance is off
+	oauth   *oauth.Handler
+	rest    *restcat.Handler
+	maint   *maint.Scheduler // nil when maintenance is off
 	// maintainer runs maintenance on demand (see maint.go).
 	maintainer *maint.Maintainer
 	// stopPurgeWorker stops the purge worker (see purge.go).

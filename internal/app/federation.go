@@ -104,4 +104,3 @@ func (f *foreignCatalog) LoadView(ctx context.Context, ns []string, name string)
 	}
 	return &restcat.ForeignView{MetadataLocation: v.MetadataLocation, Metadata: v.Metadata, Config: v.Config}, nil
 }
-
