@@ -31,7 +31,7 @@ var rowSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.Primitive
 // remoteFloe starts the remote catalog (another Floe) with crm.accounts
 // (ids 1-5) and crm.secret, and a Floe that federates it as "acme" with
 // OAuth2 client credentials whose secret comes from the environment.
-func remoteFloe(t *testing.T) (remote, local *testkit.Floe, front *httptest.Server) {
+func remoteFloe(t testing.TB) (remote, local *testkit.Floe, front *httptest.Server) {
 	t.Helper()
 	ctx := context.Background()
 	remote = testkit.Start(t)
