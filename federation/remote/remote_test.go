@@ -134,10 +134,6 @@ func newClient(t *testing.T, uri string, mod ...func(*Options)) *Client {
 	return c
 }
 
-const tableBody = `{"metadata-location":"s3://b/t/metadata/1.json","metadata":{"format-version":2,"table-uuid":"u"},
- "config":{"s3.endpoint":"http://s3","s3.access-key-id":"AK","s3.secret-access-key":"SK","s3.session-token":"ST","s3.session-token-expires-at-ms":"%d"},
- "storage-credentials":[{"prefix":"s3://b/t","config":{"s3.access-key-id":"AK","s3.session-token-expires-at-ms":"%d"}}]}`
-
 func TestNewValidates(t *testing.T) {
 	for _, tc := range []struct {
 		name string
