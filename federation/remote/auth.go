@@ -84,7 +84,20 @@ func (c *Client) fetchToken(ctx context.Context) (string, time.Duration, error) 
 			req.Header[k] = vs
 		}
 	}
+	var tr struct {
+		AccessToken string          `json:"access_token"`
+		ExpiresIn   json.RawMessage `json:"expires_in"`
+	}
 	o := op{name: "getToken", method: http.MethodPost, path: req.URL.EscapedPath(), limit: 1 << 20}
+	o.parse = func(r *response) error {
+		if err := c.decode(o, r, &tr); err != nil {
+			return err
+		}
+		if tr.AccessToken == "" {
+			return c.unavailable(fmt.Errorf("token endpoint: no access_token"), "token endpoint answered without an access token")
+		}
+		return nil
+	}
 	resp, err := c.exchange(ctx, o, req)
 	if err != nil {
 		return "", 0, err
@@ -99,16 +112,6 @@ func (c *Client) fetchToken(ctx context.Context) (string, time.Duration, error) 
 				"foreign catalog %s refused Floe's credentials (token endpoint HTTP %d)%s", c.o.Name, resp.status, msg)
 		}
 		return "", 0, c.statusError(o, resp)
-	}
-	var tr struct {
-		AccessToken string          `json:"access_token"`
-		ExpiresIn   json.RawMessage `json:"expires_in"`
-	}
-	if err := c.decode(o, resp, &tr); err != nil {
-		return "", 0, err
-	}
-	if tr.AccessToken == "" {
-		return "", 0, c.unavailable(fmt.Errorf("token endpoint: no access_token"), "token endpoint answered without an access token")
 	}
 	return tr.AccessToken, expiresIn(tr.ExpiresIn), nil
 }

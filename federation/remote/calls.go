@@ -30,16 +30,13 @@ func (c *Client) Prefix(ctx context.Context) (string, error) {
 	if c.o.Warehouse != "" {
 		q.Set("warehouse", c.o.Warehouse)
 	}
-	o := op{name: "getConfig", method: http.MethodGet, path: "/v1/config", query: q, limit: maxBody}
-	resp, err := c.do(ctx, o)
-	if err != nil {
-		return "", err
-	}
 	var cfg struct {
 		Defaults  map[string]string `json:"defaults"`
 		Overrides map[string]string `json:"overrides"`
 	}
-	if err := c.decode(o, resp, &cfg); err != nil {
+	o := op{name: "getConfig", method: http.MethodGet, path: "/v1/config", query: q, limit: maxBody}
+	o.parse = func(r *response) error { return c.decode(o, r, &cfg) }
+	if _, err := c.do(ctx, o); err != nil {
 		return "", err
 	}
 	raw, ok := cfg.Overrides["prefix"]
@@ -114,12 +111,13 @@ func (c *Client) listPages(ctx context.Context, o op, page func(*response) (stri
 		}
 		po := o
 		po.query = q
-		resp, err := c.do(ctx, po)
-		if err != nil {
+		next := ""
+		po.parse = func(r *response) error {
+			var err error
+			next, err = page(r)
 			return err
 		}
-		next, err := page(resp)
-		if err != nil {
+		if _, err := c.do(ctx, po); err != nil {
 			return err
 		}
 		if next == "" {
@@ -236,14 +234,11 @@ func (c *Client) LoadNamespace(ctx context.Context, ns []string) (map[string]str
 	}
 	o := op{name: "loadNamespace", method: http.MethodGet, path: p, limit: maxBody,
 		entity: "namespace", object: "namespace " + nsString(ns)}
-	resp, err := c.do(ctx, o)
-	if err != nil {
-		return nil, err
-	}
 	var body struct {
 		Properties map[string]string `json:"properties"`
 	}
-	if err := c.decode(o, resp, &body); err != nil {
+	o.parse = func(r *response) error { return c.decode(o, r, &body) }
+	if _, err := c.do(ctx, o); err != nil {
 		return nil, err
 	}
 	if body.Properties == nil {
@@ -435,6 +430,17 @@ func (c *Client) load(ctx context.Context, o op, key string, delegated bool, par
 		}
 		o.header.Set("If-None-Match", cached.etag)
 	}
+	var (
+		val   any
+		size  int64
+		cfg   map[string]string
+		creds []StorageCredential
+	)
+	o.parse = func(r *response) error {
+		var err error
+		val, size, cfg, creds, err = parse(r)
+		return err
+	}
 	resp, err := c.do(ctx, o)
 	if err != nil {
 		return nil, err
@@ -446,10 +452,6 @@ func (c *Client) load(ctx context.Context, o op, key string, delegated bool, par
 		}
 		c.cache.touch(key, now)
 		return cached.val, nil
-	}
-	val, size, cfg, creds, err := parse(resp)
-	if err != nil {
-		return nil, err
 	}
 	e := entry{key: key, val: val, size: size, etag: resp.header.Get("ETag"), fetched: now, delegated: delegated}
 	if t, ok := val.(*LoadTableResult); ok && !delegated {

@@ -28,6 +28,9 @@ type op struct {
 	limit  int64  // bound of the response body
 	entity string // of a 404: "table", "view", "namespace"
 	object string // of a 404: "table ns.t"
+	// parse decodes a 2xx answer before the call is audited, so that a
+	// malformed answer is audited as a failure.
+	parse func(*response) error
 }
 
 // response is a remote answer with its body read.
@@ -121,10 +124,17 @@ func (c *Client) exchange(ctx context.Context, o op, req *http.Request) (*respon
 		return nil, err
 	}
 	resp := &response{status: hr.StatusCode, header: hr.Header, body: body}
-	if resp.status/100 != 2 && resp.status != http.StatusNotModified {
-		finish(c.statusError(o, resp))
-	} else {
+	switch {
+	case resp.status/100 == 2 && o.parse != nil:
+		if err := o.parse(resp); err != nil {
+			finish(err)
+			return nil, err
+		}
 		finish(nil)
+	case resp.status/100 == 2 || resp.status == http.StatusNotModified:
+		finish(nil)
+	default:
+		finish(c.statusError(o, resp))
 	}
 	return resp, nil
 }
