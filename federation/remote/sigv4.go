@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
@@ -39,7 +38,6 @@ type sigv4Auth struct {
 	name, region, service, roleARN, externalID string
 	provided                                   aws.CredentialsProvider
 	signer                                     *v4.Signer
-	now                                        func() time.Time
 
 	mu    sync.Mutex
 	creds *aws.CredentialsCache // nil until loaded
@@ -59,7 +57,7 @@ func newSigV4(o Options) (*sigv4Auth, error) {
 		return nil, fmt.Errorf("foreign catalog %s: sigv4 signing name %q is not a service name", o.Name, service)
 	}
 	if a.RoleARN != "" && !strings.HasPrefix(a.RoleARN, "arn:") {
-		return nil, fmt.Errorf("foreign catalog %s: sigv4 role ARN must start with arn:", o.Name)
+		return nil, fmt.Errorf("foreign catalog %s: sigv4 role ARN must be an ARN such as arn:aws:iam::<account>:role/<name>", o.Name)
 	}
 	if a.ExternalID != "" && a.RoleARN == "" {
 		return nil, fmt.Errorf("foreign catalog %s: sigv4 external id needs a role ARN", o.Name)
@@ -173,7 +171,7 @@ func (c *Client) sigv4Refused(cause error, r *response) error {
 	case code != "":
 		why = ": " + code
 	}
-	return c.refused(cause, "foreign catalog %s refused Floe's SigV4 signature (%s; HTTP %d)%s",
+	return c.refused(cause, "foreign catalog %s refused Floe's SigV4-signed request (%s; HTTP %d)%s",
 		c.o.Name, c.sig.describe(), r.status, why)
 }
 

@@ -113,7 +113,9 @@ func TestDouble(t *testing.T) {
 				r.Header.Set("X-Amz-Content-Sha256", hex.EncodeToString(sum[:]))
 			}, status: 403, code: "InvalidSignatureException", message: gluedouble.MsgBadSignature},
 		{name: "other path", method: "GET", path: table, region: "us-east-1", svc: "glue", sk: secret,
-			tamper: func(r *http.Request) { r.URL.RawPath, r.URL.Path = "", "/iceberg/v1/catalogs/"+account+"/namespaces/a/tables/t" },
+			tamper: func(r *http.Request) {
+				r.URL.RawPath, r.URL.Path = "", "/iceberg/v1/catalogs/"+account+"/namespaces/a/tables/t"
+			},
 			status: 403, code: "InvalidSignatureException", message: gluedouble.MsgBadSignature},
 		{name: "unsigned delegation header", method: "GET", path: table, region: "us-east-1", svc: "glue", sk: secret,
 			tamper: func(r *http.Request) { r.Header.Set("X-Iceberg-Access-Delegation", "remote-signing") },
