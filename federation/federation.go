@@ -1,13 +1,14 @@
 // Package federation configures foreign catalogs: remote Iceberg REST
 // catalogs (another Floe, Polaris, Lakekeeper, Apache Iceberg's REST
-// server, AWS Glue's Iceberg endpoint in a later slice) that Floe serves as
+// server, AWS Glue's Iceberg endpoint with SigV4) that Floe serves as
 // warehouses of its own, read in place and governed by Floe's grants
 // (package restcat serves them; federation/remote is the client).
 //
 // Foreign catalogs are declared in the server's configuration (YAML
 // federated_catalogs, or FLOE_FEDERATED_CATALOGS as JSON). Secrets are never
 // part of the configuration file: a bearer token or an OAuth2 client secret
-// is read from the environment variable the entry names, so nothing secret
+// is read from the environment variable the entry names, and SigV4 takes its
+// credentials from the AWS default chain, so nothing secret
 // is stored in Floe's database or config.
 package federation
 
@@ -24,6 +25,7 @@ const (
 	AuthNone   = "none"
 	AuthBearer = "bearer"
 	AuthOAuth2 = "oauth2"
+	AuthSigV4  = "sigv4"
 )
 
 // Bounds of the configuration.
@@ -43,7 +45,8 @@ type Catalog struct {
 	URI string `yaml:"uri" json:"uri"`
 	// Warehouse is the remote warehouse, sent to its /v1/config.
 	Warehouse string `yaml:"warehouse" json:"warehouse"`
-	// Auth is none, bearer or oauth2 (client credentials).
+	// Auth is none, bearer, oauth2 (client credentials) or sigv4 (AWS
+	// Signature Version 4, for AWS Glue's Iceberg REST endpoint).
 	Auth string `yaml:"auth" json:"auth"`
 	// TokenEnv names the environment variable holding the bearer token.
 	TokenEnv string `yaml:"token_env" json:"token_env"`
@@ -53,6 +56,15 @@ type Catalog struct {
 	ClientSecretEnv string `yaml:"client_secret_env" json:"client_secret_env"`
 	Scope           string `yaml:"scope" json:"scope"`
 	TokenURL        string `yaml:"token_url" json:"token_url"`
+	// Region (required), SigningName (default glue), RoleARN and
+	// ExternalID configure auth sigv4. No secret is configured: the AWS
+	// default credential chain (environment, shared profile, web
+	// identity, container or instance role) supplies the credentials,
+	// and with RoleARN Floe assumes that role on top of them.
+	Region      string `yaml:"region" json:"region"`
+	SigningName string `yaml:"signing_name" json:"signing_name"`
+	RoleARN     string `yaml:"role_arn" json:"role_arn"`
+	ExternalID  string `yaml:"external_id" json:"external_id"`
 	// CacheTTL is how long remote metadata is reused (default 30 s, at
 	// most 1 h; 0 takes the default, a negative value caches nothing).
 	CacheTTL time.Duration `yaml:"cache_ttl" json:"cache_ttl"`
@@ -61,7 +73,13 @@ type Catalog struct {
 	Token, ClientSecret string `yaml:"-" json:"-"`
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,62}$`)
+var (
+	nameRE        = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,62}$`)
+	regionRE      = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$`)
+	signingNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	roleARNRE     = regexp.MustCompile(`^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$`)
+	externalIDRE  = regexp.MustCompile(`^[\w+=,.@:/-]+$`)
+)
 
 // Finish validates the catalogs, fills defaults and reads their secrets
 // with getenv. reserved names the local warehouses a foreign catalog may
@@ -124,8 +142,29 @@ func Finish(cs []Catalog, getenv func(string) string, reserved ...string) error 
 					return bad("token_url must be an absolute http(s) URL")
 				}
 			}
+		case AuthSigV4:
+			if !regionRE.MatchString(c.Region) {
+				return bad("auth sigv4 needs region, an AWS region such as us-east-1 (got %q)", c.Region)
+			}
+			if c.SigningName == "" {
+				c.SigningName = "glue"
+			}
+			if !signingNameRE.MatchString(c.SigningName) {
+				return bad("signing_name %q is not an AWS service name such as glue", c.SigningName)
+			}
+			if c.RoleARN != "" && !roleARNRE.MatchString(c.RoleARN) {
+				return bad("role_arn %q is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)", c.RoleARN)
+			}
+			if c.ExternalID != "" {
+				if c.RoleARN == "" {
+					return bad("external_id needs role_arn")
+				}
+				if len(c.ExternalID) < 2 || len(c.ExternalID) > 1224 || !externalIDRE.MatchString(c.ExternalID) {
+					return bad("external_id must be 2 to 1224 characters of letters, digits and +=,.@:/-_")
+				}
+			}
 		default:
-			return bad("auth %q is not one of none, bearer, oauth2", c.Auth)
+			return bad("auth %q is not one of none, bearer, oauth2, sigv4", c.Auth)
 		}
 	}
 	return nil

@@ -58,6 +58,11 @@ func (c *Client) do(ctx context.Context, o op) (*response, error) {
 			stale = tok
 			continue
 		}
+		if c.sig != nil && attempt == 0 && expiredCredentials(resp) {
+			c.log.DebugContext(ctx, "foreign catalog says the AWS credentials expired; refreshing", "catalog", c.o.Name, "operation", o.name)
+			c.sig.invalidate()
+			continue
+		}
 		if resp.status/100 == 2 || resp.status == http.StatusNotModified {
 			return resp, nil
 		}
@@ -87,6 +92,11 @@ func (c *Client) send(ctx context.Context, o op, tok string) (*response, error) 
 	req.Header.Set("Accept", "application/json")
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	if c.sig != nil {
+		if err := c.sign(ctx, req, nil); err != nil {
+			return nil, err
+		}
 	}
 	return c.exchange(ctx, o, req)
 }
@@ -180,6 +190,8 @@ func (c *Client) statusError(o op, r *response) error {
 	case r.status == http.StatusBadRequest || r.status == http.StatusUnprocessableEntity:
 		return &floe.Error{Kind: floe.Invalid, Entity: o.entity, Err: cause,
 			Msg: fmt.Sprintf("foreign catalog %s rejected the request (HTTP %d)%s", c.o.Name, r.status, suffix)}
+	case (r.status == http.StatusUnauthorized || r.status == http.StatusForbidden) && c.sig != nil:
+		return c.sigv4Refused(cause, r)
 	case r.status == http.StatusUnauthorized || r.status == http.StatusForbidden:
 		return floe.Wrap(floe.Unavailable, cause, "foreign catalog %s refused Floe's credentials (HTTP %d)%s", c.o.Name, r.status, suffix)
 	case r.status >= 500:

@@ -1,7 +1,8 @@
 // Package remote is Floe's client of a remote Iceberg REST catalog: the
 // read side of a federated (foreign) catalog. It lists and loads
 // namespaces, tables and views from the remote in place, authenticates
-// with a static bearer token or OAuth2 client credentials, keeps a bounded
+// with a static bearer token, OAuth2 client credentials or AWS SigV4
+// (AWS Glue's Iceberg REST endpoint), keeps a bounded
 // metadata cache with ETag revalidation, and maps every remote failure to
 // a Floe domain error that names the foreign catalog and never carries a
 // secret.
@@ -18,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 // Defaults of Options.
@@ -36,7 +39,7 @@ const (
 
 // Auth is how Floe authenticates to the remote catalog.
 type Auth struct {
-	// Kind is "none", "bearer" or "oauth2".
+	// Kind is "none", "bearer", "oauth2" or "sigv4".
 	Kind string
 	// Token is the static token of Kind "bearer".
 	Token string
@@ -46,6 +49,17 @@ type Auth struct {
 	// is renewed when 60% of its expires_in has passed (and on a 401 once);
 	// without expires_in, every 10 min.
 	ClientID, ClientSecret, Scope, TokenURL string
+	// Region (required) and SigningName (default "glue") configure Kind
+	// "sigv4": every request is signed with AWS Signature Version 4
+	// (aws-sdk-go-v2's signer). Credentials come from AWSCredentials or
+	// else the AWS default chain (environment, shared profile, web
+	// identity, container or instance role); with RoleARN, an AssumeRole
+	// (with ExternalID when set) on top of them. They are cached by an
+	// aws.CredentialsCache and, when the remote says they expired,
+	// refreshed and the request re-signed once.
+	Region, SigningName, RoleARN, ExternalID string
+	// AWSCredentials replaces the AWS default chain for Kind "sigv4" (may be nil).
+	AWSCredentials aws.CredentialsProvider
 }
 
 // Options configures a Client.
@@ -140,6 +154,7 @@ type Client struct {
 	log      *slog.Logger
 	cache    *cache // nil: no cache
 	tok      tokenSource
+	sig      *sigv4Auth // Kind "sigv4"
 
 	mu         sync.Mutex
 	prefix     string
@@ -179,8 +194,12 @@ func New(o Options) (*Client, error) {
 		if c.o.Auth.Scope == "" {
 			c.o.Auth.Scope = "catalog"
 		}
+	case "sigv4":
+		if c.sig, err = newSigV4(o); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, fmt.Errorf("foreign catalog %s: unknown auth kind %q (want none, bearer or oauth2)", o.Name, o.Auth.Kind)
+		return nil, fmt.Errorf("foreign catalog %s: unknown auth kind %q (want none, bearer, oauth2 or sigv4)", o.Name, o.Auth.Kind)
 	}
 	if c.o.Now == nil {
 		c.o.Now = time.Now

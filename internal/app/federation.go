@@ -18,7 +18,8 @@ func (a *App) initForeign() error {
 	for _, c := range a.cfg.FederatedCatalogs {
 		cl, err := remote.New(remote.Options{Name: c.Name, URI: c.URI, Warehouse: c.Warehouse, CacheTTL: c.CacheTTL,
 			Auth: remote.Auth{Kind: c.Auth, Token: c.Token, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
-				Scope: c.Scope, TokenURL: c.TokenURL},
+				Scope: c.Scope, TokenURL: c.TokenURL,
+				Region: c.Region, SigningName: c.SigningName, RoleARN: c.RoleARN, ExternalID: c.ExternalID},
 			Audit: a.auditRemote})
 		if err != nil {
 			return fmt.Errorf("federated catalog %s: %w", c.Name, err)
