@@ -33,32 +33,7 @@ var rowSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.Primitive
 // OAuth2 client credentials whose secret comes from the environment.
 func remoteFloe(t testing.TB) (remote, local *testkit.Floe, front *httptest.Server) {
 	t.Helper()
-	ctx := context.Background()
-	remote = testkit.Start(t)
-	cat, err := rest.NewCatalog(ctx, "remote", remote.URL, rest.WithCredential(remote.Cred.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"crm"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64})
-	for _, name := range []string{"accounts", "secret"} {
-		tbl, err := cat.CreateTable(ctx, table.Identifier{"crm", name}, sc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := array.NewRecordBuilder(memory.DefaultAllocator, rowSchema)
-		b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3, 4, 5}, nil)
-		rec := b.NewRecordBatch()
-		at := array.NewTableFromRecords(rowSchema, []arrow.RecordBatch{rec})
-		if _, err := tbl.AppendTable(ctx, at, 10, nil); err != nil {
-			t.Fatal(err)
-		}
-		at.Release()
-		rec.Release()
-		b.Release()
-	}
+	remote = seedFloe(t, "crm", "accounts", "secret")
 	// The local Floe reaches the remote through a proxy the outage test
 	// stops.
 	target, err := url.Parse(remote.URL)
@@ -74,6 +49,39 @@ func remoteFloe(t testing.TB) (remote, local *testkit.Floe, front *httptest.Serv
 			Auth: federation.AuthOAuth2, ClientID: remote.Cred.ClientID, ClientSecretEnv: "ACME_SECRET"}}
 	})
 	return remote, local, front
+}
+
+// seedFloe starts a Floe holding tables ns.<name> of ids 1-5, written by
+// iceberg-go.
+func seedFloe(t testing.TB, ns string, tables ...string) *testkit.Floe {
+	t.Helper()
+	ctx := context.Background()
+	f := testkit.Start(t)
+	cat, err := rest.NewCatalog(ctx, "seed", f.URL, rest.WithCredential(f.Cred.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil {
+		t.Fatal(err)
+	}
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64})
+	b := array.NewRecordBuilder(memory.DefaultAllocator, rowSchema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3, 4, 5}, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	at := array.NewTableFromRecords(rowSchema, []arrow.RecordBatch{rec})
+	defer at.Release()
+	for _, name := range tables {
+		tbl, err := cat.CreateTable(ctx, table.Identifier{ns, name}, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tbl.AppendTable(ctx, at, 10, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
 }
 
 func ids(t *testing.T, tbl *table.Table) []int64 {

@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
 
@@ -36,30 +32,7 @@ const (
 // "lakes3" signs for service s3.
 func glueLake(t *testing.T) (customer, isv *testkit.Floe, d *gluedouble.Double) {
 	t.Helper()
-	ctx := context.Background()
-	customer = testkit.Start(t)
-	cat, err := rest.NewCatalog(ctx, "customer", customer.URL, rest.WithCredential(customer.Cred.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"usage"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64})
-	tbl, err := cat.CreateTable(ctx, table.Identifier{"usage", "events"}, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, rowSchema)
-	defer b.Release()
-	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3, 4, 5}, nil)
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	at := array.NewTableFromRecords(rowSchema, []arrow.RecordBatch{rec})
-	defer at.Release()
-	if _, err := tbl.AppendTable(ctx, at, 10, nil); err != nil {
-		t.Fatal(err)
-	}
+	customer = seedFloe(t, "usage", "events")
 
 	d, srv := gluedouble.Start(t, gluedouble.Options{Region: "us-east-1", Keys: map[string]string{glueKey: glueSecret},
 		Account: glueAccount, Upstream: customer.URL, UpstreamWarehouse: customer.Warehouse, UpstreamToken: customer.Token(t)})

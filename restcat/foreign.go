@@ -76,16 +76,9 @@ func (h *Handler) serveForeign(w http.ResponseWriter, r *http.Request, rt route,
 	ctx := r.Context()
 	switch rt.name {
 	case "listNamespaces":
-		var parent catalog.Namespace
-		if s := r.URL.Query().Get("parent"); s != "" {
-			parent = catalog.ParseNamespaceKey(s)
-			if err := parent.Validate(); err != nil {
-				return err
-			}
-		}
-		ctr := authz.Warehouse(wh)
-		if len(parent) > 0 {
-			ctr = authz.NamespaceOf(wh, parent)
+		parent, ctr, err := parentParam(r, wh)
+		if err != nil {
+			return err
 		}
 		filter, err := h.visibleFilter(r, ctr)
 		if err != nil {

@@ -43,16 +43,9 @@ func (h *Handler) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var parent catalog.Namespace
-	if s := r.URL.Query().Get("parent"); s != "" {
-		parent = catalog.ParseNamespaceKey(s)
-		if err := parent.Validate(); err != nil {
-			return err
-		}
-	}
-	ctr := authz.Warehouse(wh)
-	if len(parent) > 0 {
-		ctr = authz.NamespaceOf(wh, parent)
+	parent, ctr, err := parentParam(r, wh)
+	if err != nil {
+		return err
 	}
 	filter, err := h.visibleFilter(r, ctr)
 	if err != nil {
@@ -257,4 +250,20 @@ func (t *tableIdentifier) ident() (catalog.Ident, error) {
 type listTablesResponse struct {
 	NextPageToken *string           `json:"next-page-token,omitempty"`
 	Identifiers   []tableIdentifier `json:"identifiers"`
+}
+
+// parentParam returns a listing's parent namespace (none: top level) and
+// the securable that contains what it lists.
+func parentParam(r *http.Request, wh string) (catalog.Namespace, authz.Securable, error) {
+	var parent catalog.Namespace
+	if s := r.URL.Query().Get("parent"); s != "" {
+		parent = catalog.ParseNamespaceKey(s)
+		if err := parent.Validate(); err != nil {
+			return nil, authz.Securable{}, err
+		}
+	}
+	if len(parent) > 0 {
+		return parent, authz.NamespaceOf(wh, parent), nil
+	}
+	return parent, authz.Warehouse(wh), nil
 }

@@ -327,13 +327,7 @@ type loadTableWire struct {
 // lifetime is not reused. Cache revalidation uses If-None-Match with the
 // remote's ETag (304 keeps the entry).
 func (c *Client) LoadTable(ctx context.Context, ns []string, name string, withCredentials bool) (*LoadTableResult, error) {
-	if err := checkNS(ns, false); err != nil {
-		return nil, err
-	}
-	if name == "" {
-		return nil, floe.E(floe.Invalid, "table", "table name must not be empty")
-	}
-	p, err := c.path(ctx, "namespaces/"+url.PathEscape(nsParam(ns))+"/tables/"+url.PathEscape(name))
+	p, err := c.objectPath(ctx, ns, "table", name)
 	if err != nil {
 		return nil, err
 	}
@@ -368,13 +362,7 @@ func (c *Client) LoadTable(ctx context.Context, ns []string, name string, withCr
 // LoadView loads a view. Its result is cached like a table's; a config
 // with credentials of unknown lifetime is not cached.
 func (c *Client) LoadView(ctx context.Context, ns []string, name string) (*LoadViewResult, error) {
-	if err := checkNS(ns, false); err != nil {
-		return nil, err
-	}
-	if name == "" {
-		return nil, floe.E(floe.Invalid, "view", "view name must not be empty")
-	}
-	p, err := c.path(ctx, "namespaces/"+url.PathEscape(nsParam(ns))+"/views/"+url.PathEscape(name))
+	p, err := c.objectPath(ctx, ns, "view", name)
 	if err != nil {
 		return nil, err
 	}
@@ -547,4 +535,16 @@ func parseExpiry(v string) (time.Time, bool) {
 		return t, true
 	}
 	return time.Time{}, false
+}
+
+// objectPath checks a table or view name (kind "table" or "view") and
+// returns its remote path.
+func (c *Client) objectPath(ctx context.Context, ns []string, kind, name string) (string, error) {
+	if err := checkNS(ns, false); err != nil {
+		return "", err
+	}
+	if name == "" {
+		return "", floe.E(floe.Invalid, kind, "%s name must not be empty", kind)
+	}
+	return c.path(ctx, "namespaces/"+url.PathEscape(nsParam(ns))+"/"+kind+"s/"+url.PathEscape(name))
 }
