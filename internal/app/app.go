@@ -63,6 +63,9 @@ type App struct {
 	viewRenamer *viewrename.Rewriter
 	// foreign are the federated catalogs by warehouse name (federation.go).
 	foreign map[string]*foreignCatalog
+	// runtimeForeign are the federated catalogs created at run time
+	// (federation_runtime.go).
+	runtimeForeign *foreignRegistry
 	oauth   *oauth.Handler
 	rest    *restcat.Handler
 	maint   *maint.Scheduler // nil when maintenance is off
@@ -191,6 +194,7 @@ func (a *App) init(ctx context.Context) error {
 	if err := a.initForeign(); err != nil {
 		return err
 	}
+	a.initRuntimeForeign(ctx)
 	if cfg.InsecureNoAuth {
 		a.log.Warn("AUTHENTICATION IS DISABLED (insecure_no_auth): anyone who can reach this port can read and change every table. Use only for throwaway local work.")
 	} else {
@@ -391,6 +395,9 @@ func (a *App) Close(ctx context.Context) error {
 	errs = append(errs, a.closeIngester(ctx))
 	if a.stopRevocations != nil {
 		a.stopRevocations()
+	}
+	if a.runtimeForeign != nil {
+		a.runtimeForeign.stop()
 	}
 	if a.events != nil {
 		errs = append(errs, a.events.Close(ctx))
