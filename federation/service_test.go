@@ -67,7 +67,7 @@ func TestServiceValidation(t *testing.T) {
 		{"bad uri", with(func(s *federation.Spec) { s.Name, s.URI = "x1", "ftp://acme" }), "uri must be an absolute http(s) URL"},
 		{"credentials in the uri", with(func(s *federation.Spec) { s.Name, s.URI = "x2", "https://u:p@acme" }), "without credentials"},
 		{"type", with(func(s *federation.Spec) { s.Name, s.Type = "x3", "glue" }), `type "glue" is not supported`},
-		{"ttl", with(func(s *federation.Spec) { s.Name, s.CacheTTL = "x4", 2 * time.Hour }), "cache_ttl 2h0m0s is above 1h0m0s"},
+		{"ttl", with(func(s *federation.Spec) { s.Name, s.CacheTTL = "x4", 2*time.Hour }), "cache_ttl 2h0m0s is above 1h0m0s"},
 		{"no client id", with(func(s *federation.Spec) { s.Name, s.ClientID = "x5", "" }), "auth oauth2 needs client_id"},
 		{"no secret", with(func(s *federation.Spec) { s.Name, s.Secret = "x6", "" }), "auth oauth2 needs its client secret"},
 		{"both", with(func(s *federation.Spec) { s.Name, s.SecretEnv = "x7", "ACME_SECRET" }), "not both"},
