@@ -66,9 +66,10 @@ type App struct {
 	// runtimeForeign are the federated catalogs created at run time
 	// (federation_runtime.go).
 	runtimeForeign *foreignRegistry
-	oauth          *oauth.Handler
-	rest           *restcat.Handler
-	maint          *maint.Scheduler // nil when maintenance is off
+
+	oauth   *oauth.Handler
+	rest    *restcat.Handler
+	maint   *maint.Scheduler // nil when maintenance is off
 	// maintainer runs maintenance on demand (see maint.go).
 	maintainer *maint.Maintainer
 	// stopPurgeWorker stops the purge worker (see purge.go).
