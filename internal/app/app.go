@@ -63,10 +63,6 @@ type App struct {
 	viewRenamer *viewrename.Rewriter
 	// foreign are the federated catalogs by warehouse name (federation.go).
 	foreign map[string]*foreignCatalog
-	// runtimeForeign are the federated catalogs created at run time
-	// (federation_runtime.go).
-	runtimeForeign *foreignRegistry
-
 	oauth   *oauth.Handler
 	rest    *restcat.Handler
 	maint   *maint.Scheduler // nil when maintenance is off
@@ -94,6 +90,10 @@ type App struct {
 	stopRevocations func()
 	// sharing is the sharing service (see sharing.go).
 	sharing *sharing.Service
+
+	// runtimeForeign are the federated catalogs created at run time
+	// (federation_runtime.go).
+	runtimeForeign *foreignRegistry
 
 	srv   *netlimit.Server
 	ln    net.Listener
