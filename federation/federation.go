@@ -7,8 +7,9 @@
 // Foreign catalogs are declared in the server's configuration (YAML
 // federated_catalogs, or FLOE_FEDERATED_CATALOGS as JSON). Secrets are never
 // part of the configuration file: a bearer token or an OAuth2 client secret
-// is read from the environment variable the entry names, so nothing secret
-// is stored in Floe's database or config.
+// is read from the environment variable the entry names. Foreign catalogs
+// may also be created at run time (Service, service.go); a secret an
+// operator passes then is stored sealed, never in clear.
 package federation
 
 import (
