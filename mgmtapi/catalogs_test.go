@@ -60,6 +60,7 @@ func TestForeignCatalogs(t *testing.T) {
 	wantError(t, e.do(t, bob, "DELETE", "/api/v1/catalogs/acme", nil), 403, "ForbiddenException", "")
 	e.ok(t, 204, "DELETE", "/api/v1/catalogs/acme", nil)
 	wantError(t, e.do(t, e.admin, "DELETE", "/api/v1/catalogs/acme", nil), 404, "NotFoundException", "")
+	e.ok(t, 204, "DELETE", "/api/v1/catalogs/bee", nil)
 
 	recs, err := e.f.App.Store().AuditQuery(t.Context(), audit.Query{Action: "federation.catalog.*", Limit: 100})
 	if err != nil {
@@ -73,7 +74,7 @@ func TestForeignCatalogs(t *testing.T) {
 		}
 	}
 	for k, n := range map[string]int{"federation.catalog.create admin success": 2, "federation.catalog.create bob denied": 1,
-		"federation.catalog.drop admin success": 1, "federation.catalog.drop bob denied": 1} {
+		"federation.catalog.drop admin success": 2, "federation.catalog.drop bob denied": 1, "federation.catalog.create admin failure": 3} {
 		if count[k] != n {
 			t.Errorf("audit %q: %d, want %d (all %v)", k, count[k], n, count)
 		}

@@ -128,6 +128,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a.store = st
 	if err := a.init(ctx); err != nil {
+		if a.runtimeForeign != nil {
+			a.runtimeForeign.stop()
+		}
 		_ = st.Close()
 		return nil, err
 	}

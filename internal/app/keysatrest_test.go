@@ -489,6 +489,9 @@ func TestRotateWrappingKey(t *testing.T) {
 	if ls, err := b.Federation().Load(ctx); err != nil || len(ls) != 1 || ls[0].Catalog.Token != "remote-token" {
 		t.Errorf("foreign catalog after the rotation: %+v, %v", ls, err)
 	}
+	if err := b.Store().DropForeignCatalog(ctx, "acme"); err != nil {
+		t.Error(err)
+	}
 	// The restarted node verifies the token issued before.
 	if _, err := b.Auth().Verify(ctx, tok); err != nil {
 		t.Errorf("new node: token issued before the rotation: %v", err)
