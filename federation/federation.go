@@ -8,8 +8,9 @@
 // federated_catalogs, or FLOE_FEDERATED_CATALOGS as JSON). Secrets are never
 // part of the configuration file: a bearer token or an OAuth2 client secret
 // is read from the environment variable the entry names, and SigV4 takes its
-// credentials from the AWS default chain, so nothing secret
-// is stored in Floe's database or config.
+// credentials from the AWS default chain. Foreign catalogs may also be
+// created at run time (Service, service.go); a secret an operator passes
+// then is stored sealed, never in clear.
 package federation
 
 import (

@@ -1,6 +1,7 @@
 // Package mgmtapi serves Floe's management API: JSON over HTTP under
 // /api/v1/ for principals, roles, grants, tags and data filters, shares
-// and recipients (package sharing), and the troubleshooting endpoints
+// and recipients (package sharing), foreign catalogs (package federation),
+// and the troubleshooting endpoints
 // whoami and privileges. It is an adapter over
 // package authz (decisions, grants, roles, tags) and a small principal
 // registry interface; docs/api/management.yaml describes every endpoint.
@@ -94,6 +95,9 @@ type Options struct {
 	// Sharing manages shares and recipients; nil makes the sharing
 	// endpoints answer 406 (unsupported).
 	Sharing Sharing
+	// Federation manages foreign catalogs; nil makes the catalog
+	// endpoints answer 406 (unsupported).
+	Federation Federation
 	// PublicURL is the URL recipients reach this server at, for their
 	// profile files; empty means the scheme and host of the request.
 	PublicURL string
@@ -181,7 +185,7 @@ func (h *Handler) table() []route {
 
 // routes is every operation served.
 func (h *Handler) routes() []route {
-	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes())
+	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes(), h.catalogRoutes())
 }
 
 // Routes lists the operations served, as "METHOD /path/{param}".

@@ -91,6 +91,10 @@ type App struct {
 	// sharing is the sharing service (see sharing.go).
 	sharing *sharing.Service
 
+	// runtimeForeign are the federated catalogs created at run time
+	// (federation_runtime.go).
+	runtimeForeign *foreignRegistry
+
 	srv   *netlimit.Server
 	ln    net.Listener
 	s3srv *netlimit.Server
@@ -124,6 +128,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a.store = st
 	if err := a.init(ctx); err != nil {
+		if a.runtimeForeign != nil {
+			a.runtimeForeign.stop()
+		}
 		_ = st.Close()
 		return nil, err
 	}
@@ -191,6 +198,7 @@ func (a *App) init(ctx context.Context) error {
 	if err := a.initForeign(); err != nil {
 		return err
 	}
+	a.initRuntimeForeign(ctx)
 	if cfg.InsecureNoAuth {
 		a.log.Warn("AUTHENTICATION IS DISABLED (insecure_no_auth): anyone who can reach this port can read and change every table. Use only for throwaway local work.")
 	} else {
@@ -391,6 +399,9 @@ func (a *App) Close(ctx context.Context) error {
 	errs = append(errs, a.closeIngester(ctx))
 	if a.stopRevocations != nil {
 		a.stopRevocations()
+	}
+	if a.runtimeForeign != nil {
+		a.runtimeForeign.stop()
 	}
 	if a.events != nil {
 		errs = append(errs, a.events.Close(ctx))

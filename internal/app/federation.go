@@ -30,10 +30,16 @@ func (a *App) initForeign() error {
 	return nil
 }
 
-// foreignCatalogByName is restcat's Options.Foreign.
+// foreignCatalogByName is restcat's Options.Foreign: the configured
+// catalogs, then those created at run time. It is safe for concurrent use.
 func (a *App) foreignCatalogByName(name string) restcat.Foreign {
 	if f, ok := a.foreign[name]; ok {
 		return f
+	}
+	if a.runtimeForeign != nil {
+		if f := a.runtimeForeign.lookup(name); f != nil {
+			return f
+		}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/federation"
 	"github.com/floe-lake/floe/internal/keywrap"
 	"github.com/floe-lake/floe/objstore/sse"
 	"github.com/floe-lake/floe/objstore/sse/awskms"
@@ -90,6 +91,7 @@ func (a *App) RewrapSecrets(ctx context.Context) (SecretsRewrapResult, error) {
 	}{
 		{auth.SealPurpose, signingKeyTable{a.store}},
 		{vend.SealPurpose, vendKeyTable{a.store}},
+		{federation.SealPurpose, foreignSecretTable{a.store}},
 	} {
 		res, err := keywrap.RewrapAll(ctx, a.sealer, t.purpose, t.table)
 		total.Scanned += res.Scanned

@@ -443,6 +443,11 @@ func TestRotateWrappingKey(t *testing.T) {
 	f := testkit.Start(t, func(c *app.Config) { c.DataDir = dir; c.PublicURL = "http://floe.test" })
 	tok := f.Token(t)
 	ctx := context.Background()
+	// A foreign catalog's secret, sealed under the first key.
+	if r := f.Do(t, "POST", "/api/v1/catalogs", map[string]any{"name": "acme", "uri": "http://127.0.0.1:9", "auth": "bearer",
+		"token": "remote-token"}); r.Status != 201 {
+		t.Fatalf("create a foreign catalog: %d %s", r.Status, r.Body)
+	}
 	before, err := keyIDs(ctx, f.App.Store())
 	if err != nil {
 		t.Fatal(err)
@@ -477,8 +482,15 @@ func TestRotateWrappingKey(t *testing.T) {
 			t.Errorf("secret %s wrapped under %q after the rotation, want k-new (before: %q)", id, kid, before[id])
 		}
 	}
-	if len(after) != len(before) || len(after) < 2 {
+	if len(after) != len(before) || len(after) < 3 {
 		t.Fatalf("secrets before %v, after %v", before, after)
+	}
+	// The re-wrapped foreign catalog secret opens on the restarted node.
+	if ls, err := b.Federation().Load(ctx); err != nil || len(ls) != 1 || ls[0].Catalog.Token != "remote-token" {
+		t.Errorf("foreign catalog after the rotation: %+v, %v", ls, err)
+	}
+	if err := b.Store().DropForeignCatalog(ctx, "acme"); err != nil {
+		t.Error(err)
 	}
 	// The restarted node verifies the token issued before.
 	if _, err := b.Auth().Verify(ctx, tok); err != nil {
@@ -523,6 +535,15 @@ func keyIDs(ctx context.Context, st *sqlstore.Store) (map[string]string, error) 
 	}
 	for _, k := range vk {
 		out["vend/"+k.ID], _ = keywrap.KeyID(k.Secret)
+	}
+	fc, err := st.ListForeignCatalogs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range fc {
+		if len(r.SealedSecret) > 0 {
+			out["foreign/"+r.ID], _ = keywrap.KeyID(r.SealedSecret)
+		}
 	}
 	return out, nil
 }

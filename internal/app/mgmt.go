@@ -22,6 +22,7 @@ func (a *App) mgmtHandler() http.Handler {
 		Query:            a.queryFunc(),
 		Tombstones:       a.cat,
 		Sharing:          a.sharing,
+		Federation:       a.runtimeForeign.svc,
 		PublicURL:        a.cfg.PublicURL,
 		Logger:           a.log,
 	}

@@ -44,6 +44,7 @@ func Root(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	root.AddCommand(namespaceCmd(stdout, getenv))
 	addTableCatalogCmds(root, stdout, getenv)
 	root.AddCommand(shareCmd(stdout, getenv), recipientCmd(stdout, getenv))
+	root.AddCommand(catalogCmd(stdout, getenv))
 	return root
 }
 
