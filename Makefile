@@ -29,8 +29,14 @@ PYTEST_ARGS ?=
 
 all: build
 
+# The commit and its time are stamped into the binary (floe version); Go's
+# own VCS stamping may be off (GOFLAGS=-buildvcs=false).
+COMMIT   := $(shell git rev-parse HEAD 2>/dev/null)
+COMMITAT := $(shell git log -1 --format=%cI 2>/dev/null)
+LDFLAGS  := -X github.com/floe-lake/floe/internal/cli.stampCommit=$(COMMIT) -X github.com/floe-lake/floe/internal/cli.stampCommitTime=$(COMMITAT)
+
 build:
-	$(GO) build -o bin/floe ./cmd/floe
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/floe ./cmd/floe
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 

@@ -36,9 +36,13 @@ import (
 
 // App is a configured Floe node.
 type App struct {
-	cfg     Config
-	log     *slog.Logger
-	store   *sqlstore.Store
+	cfg   Config
+	log   *slog.Logger
+	store *sqlstore.Store
+	// warehouseIO writes the warehouse's objects (readiness probe).
+	warehouseIO catalog.FileIO
+	// health answers /healthz and /readyz (health.go).
+	health  *health
 	objects *bucket.Store // nil on external S3
 	s3      *s3api.Server // nil unless the embedded endpoint runs
 	minter  vend.Minter   // nil: no vending
@@ -169,6 +173,7 @@ func (a *App) init(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.warehouseIO = io
 	if err := a.store.PutWarehouse(ctx, catalog.Warehouse{Name: cfg.Warehouse, Location: cfg.WarehouseLocation}); err != nil {
 		return fmt.Errorf("warehouse: %w", err)
 	}
@@ -243,7 +248,8 @@ func (a *App) init(ctx context.Context) error {
 		}
 		a.rest.ServeHTTP(w, r)
 	})
-	a.handler = a.restTLSHandler(a.handler)
+	a.health = newHealth(a)
+	a.handler = a.restTLSHandler(a.health.wrap(a.handler))
 	return nil
 }
 

@@ -199,7 +199,13 @@ func (a *App) listenS3() error {
 	if a.vend != nil && a.vend.Endpoint == "" {
 		a.vend.Endpoint = a.S3URL()
 	}
-	a.s3srv = netlimit.New("s3", a.s3Guard(a.s3TLSHandler(a.s3)), a.cfg.HTTP.netlimit(), a.log)
+	var s3h http.Handler = a.s3
+	if a.health != nil {
+		// The probes answer on the S3 listener too (a bucket named healthz
+		// or readyz is shadowed for GET and HEAD of its root).
+		s3h = a.health.wrap(s3h)
+	}
+	a.s3srv = netlimit.New("s3", a.s3Guard(a.s3TLSHandler(s3h)), a.cfg.HTTP.netlimit(), a.log)
 	return nil
 }
 

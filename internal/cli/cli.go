@@ -45,6 +45,7 @@ func Root(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	addTableCatalogCmds(root, stdout, getenv)
 	root.AddCommand(shareCmd(stdout, getenv), recipientCmd(stdout, getenv))
 	root.AddCommand(catalogCmd(stdout, getenv))
+	root.AddCommand(versionCmd(stdout))
 	return root
 }
 
