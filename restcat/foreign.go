@@ -159,15 +159,11 @@ func (h *Handler) serveForeign(w http.ResponseWriter, r *http.Request, rt route,
 		if err := h.require(r, authz.Describe, s); err != nil {
 			return err
 		}
-		if rt.name == "loadCredentials" {
-			if err := h.require(r, authz.Select, s); err != nil {
-				return err
-			}
+		_, denied := h.fileAccess(r, wh, id)
+		if rt.name == "loadCredentials" && denied != nil {
+			return denied
 		}
-		creds := h.mayReadFiles(r, s)
-		if rt.name == "tableExists" {
-			creds = false
-		}
+		creds := denied == nil && rt.name != "tableExists"
 		t, err := f.LoadTable(ctx, id.Namespace, id.Name, creds)
 		if err != nil {
 			return err
@@ -177,9 +173,6 @@ func (h *Handler) serveForeign(w http.ResponseWriter, r *http.Request, rt route,
 			w.WriteHeader(http.StatusNoContent)
 			return nil
 		case "loadCredentials":
-			if !creds {
-				return h.fileAccessDenied(r, s)
-			}
 			w.Header().Set("Cache-Control", "no-store")
 			writeJSON(w, http.StatusOK, map[string]any{"storage-credentials": foreignCredentials(t)})
 			return nil
@@ -246,33 +239,6 @@ func (h *Handler) requireVisible(r *http.Request, s authz.Securable) error {
 		return err
 	}
 	return c.pol.Check(c.sub, authz.Describe, s)
-}
-
-// mayReadFiles reports whether the caller may receive credentials for the
-// files of table s: SELECT without a data filter (a filter is enforced only
-// by Floe's SQL endpoint, which file-level engines bypass).
-func (h *Handler) mayReadFiles(r *http.Request, s authz.Securable) bool {
-	c, err := h.caller(r)
-	if err != nil {
-		return false
-	}
-	if c.unrestricted {
-		return true
-	}
-	return c.pol.Check(c.sub, authz.Select, s) == nil && c.pol.CheckFileAccess(c.sub, s) == nil
-}
-
-// fileAccessDenied is the error of a credentials request the caller may
-// not make.
-func (h *Handler) fileAccessDenied(r *http.Request, s authz.Securable) error {
-	c, err := h.caller(r)
-	if err != nil {
-		return err
-	}
-	if err := c.pol.Check(c.sub, authz.Select, s); err != nil {
-		return err
-	}
-	return c.pol.CheckFileAccess(c.sub, s)
 }
 
 // foreignCredentials returns t's storage credentials: the remote's, or, when

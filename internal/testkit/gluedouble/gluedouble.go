@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floe-lake/floe/internal/httperr"
 	"github.com/floe-lake/floe/sigv4"
 )
 
@@ -142,33 +143,13 @@ func (d *Double) Seen() []Seen {
 	return append([]Seen(nil), d.seen...)
 }
 
-// statusRecorder remembers the status of an answer.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusRecorder) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
 // ServeHTTP implements http.Handler.
 func (d *Double) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	seen := Seen{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery,
 		Authorization: r.Header.Get("Authorization"), ContentSHA256: r.Header.Get("X-Amz-Content-Sha256")}
-	rec := &statusRecorder{ResponseWriter: w}
+	rec := &httperr.StatusRecorder{ResponseWriter: w}
 	defer func() {
-		seen.Status = rec.status
+		seen.Status = rec.Status
 		d.mu.Lock()
 		d.seen = append(d.seen, seen)
 		d.mu.Unlock()
