@@ -793,26 +793,40 @@ func TestPaging(t *testing.T) {
 	}
 }
 
-// TestCacheBounds: the credential and trimmed-metadata caches never hold
-// more than their limits.
+// TestCacheBounds: the credential, trimmed-metadata and derived-snapshot
+// caches never hold more than their limits (two derived snapshots, of the
+// history-off table and of the filtered one, against a limit of one).
 func TestCacheBounds(t *testing.T) {
-	f := newFixture(t, func(o *Options) { o.MaxCachedCredentials = 2; o.MaxCachedMetadata = 1 })
+	f := newFixture(t, func(o *Options) {
+		o.MaxCachedCredentials = 2
+		o.MaxCachedMetadata = 1
+		o.FileFilter = func(string, table.Metadata) (FileDecider, error) { return keepAll{}, nil }
+	})
 	for i := range 5 {
 		name := fmt.Sprintf("r%d", i)
 		f.res.recipient(name, name+"-token", time.Time{}, "sales")
 		f.load(t, name+"-token", cat+"/sales/namespaces/emea/tables/orders")
 		f.load(t, name+"-token", cat+"/sales/namespaces/emea/tables/customers")
+		f.load(t, name+"-token", cat+"/sales/namespaces/apac/tables/filtered")
 		if n := f.h.creds.len(); n > 2 || n == 0 {
 			t.Fatalf("%d cached credentials", n)
 		}
 		if n := f.h.trim.len(); n != 1 {
 			t.Fatalf("%d cached metadata", n)
 		}
+		if n := f.h.views.len(); n != 1 {
+			t.Fatalf("%d cached derived snapshots", n)
+		}
 	}
-	if n := len(f.minter.minted()); n != 10 {
-		t.Fatalf("%d credentials minted for 10 distinct loads", n)
+	if n := len(f.minter.minted()); n != 15 {
+		t.Fatalf("%d credentials minted for 15 distinct loads", n)
 	}
 }
+
+// keepAll is a FileDecider that keeps every file.
+type keepAll struct{}
+
+func (keepAll) Decide(iceberg.DataFile) int { return 1 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
 
