@@ -104,7 +104,11 @@ def test_appends_keep_rss_bounded_and_flat(mem_floe: FloeServer) -> None:
     load_s = time.monotonic() - start
 
     tbl = cat.load_table(f"{NS}.{TABLE}")
-    assert len(tbl.metadata.snapshots) == APPENDS
+    # Continual compaction and manifest rewrite run during the load and may
+    # add their own "replace" snapshots; every append is still one snapshot.
+    ops = [s.summary.operation.value for s in tbl.metadata.snapshots]
+    assert ops.count("append") == APPENDS, {o: ops.count(o) for o in set(ops)}
+    assert set(ops) <= {"append", "replace"}, {o: ops.count(o) for o in set(ops)}
     assert tbl.scan().to_arrow().num_rows == APPENDS
 
     time.sleep(SETTLE_SECONDS)
