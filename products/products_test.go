@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/maint"
 )
 
 func i64(v int64) *int64 { return &v }
@@ -192,9 +195,19 @@ func (m *memStore) ProductVersion(_ context.Context, _, name string, v int) (Pro
 	return vs[v-1], nil
 }
 
-func (m *memStore) ProductVersions(context.Context, string, string) ([]Product, error) { return nil, nil }
-func (m *memStore) Products(context.Context, string) ([]Product, error)                { return nil, nil }
-func (m *memStore) DropProduct(context.Context, string, string) error                  { return nil }
+func (m *memStore) ProductVersions(context.Context, string, string) ([]Product, error) {
+	return nil, nil
+}
+func (m *memStore) Products(context.Context, string) ([]Product, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Product
+	for _, vs := range m.vers {
+		out = append(out, vs[len(vs)-1])
+	}
+	return out, nil
+}
+func (m *memStore) DropProduct(context.Context, string, string) error { return nil }
 func (m *memStore) AddCheckRun(_ context.Context, r CheckRun, _ int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -207,6 +220,7 @@ func (m *memStore) CheckRuns(context.Context, string, string, int) ([]CheckRun, 
 
 // fakeQuerier answers by the SQL's substring.
 type fakeQuerier struct {
+	mu      sync.Mutex
 	answers []answer // the first whose key the SQL contains
 	as      []string
 }
@@ -216,8 +230,10 @@ type answer struct {
 	rows [][]*string
 }
 
-func (f *fakeQuerier) QueryAs(_ context.Context, as, sql string, maxRows int) ([][]*string, bool, error) {
-	f.as = append(f.as, as)
+func (f *fakeQuerier) QueryAs(_ context.Context, as authz.Subject, sql string, maxRows int) ([][]*string, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.as = append(f.as, as.Principal)
 	for _, a := range f.answers {
 		if k, v := a.key, a.rows; strings.Contains(sql, k) {
 			if len(v) > maxRows {
@@ -229,13 +245,63 @@ func (f *fakeQuerier) QueryAs(_ context.Context, as, sql string, maxRows int) ([
 	return nil, false, errors.New("permission denied: SELECT on crm.opportunities")
 }
 
-type fakeTables struct{ at time.Time }
+// fakeOutputs has tables with columns, and records annotations.
+type fakeOutputs struct {
+	at    time.Time
+	cols  map[string][]string // by table name
+	notes map[string]Annotation
+}
 
-func (f fakeTables) CommittedAt(context.Context, string, catalog.Ident) (time.Time, error) {
-	return f.at, nil
+func (f *fakeOutputs) Columns(_ context.Context, _ string, p Port) ([]string, error) {
+	c, ok := f.cols[p.Table]
+	if !ok {
+		return nil, floe.E(floe.NotFound, "table", "table %s does not exist", p.Table)
+	}
+	return c, nil
+}
+
+func (f *fakeOutputs) CommittedAt(context.Context, string, Port) (time.Time, error) { return f.at, nil }
+
+func (f *fakeOutputs) Annotate(_ context.Context, _ string, p Port, a Annotation) error {
+	if _, ok := f.cols[p.Table]; !ok {
+		return floe.E(floe.NotFound, "table", "gone")
+	}
+	f.notes[p.Table] = a
+	return nil
+}
+
+// fakeAuthz grants privileges by principal and table name.
+type fakeAuthz map[string][]string // "principal" -> "PRIV table"
+
+func (f fakeAuthz) Check(_ context.Context, sub authz.Subject, priv authz.Privilege, s authz.Securable) error {
+	if sub.Admin {
+		return nil
+	}
+	for _, g := range f[sub.Principal] {
+		if g == priv.String()+" "+s.Name {
+			return nil
+		}
+	}
+	return floe.E(floe.Forbidden, "privilege", "principal %q lacks %s on %s", sub.Principal, priv, s.Name)
 }
 
 func str(s string) *string { return &s }
+
+func newTestService(now time.Time, q Querier, outs *fakeOutputs, az fakeAuthz) (*Service, *memStore) {
+	st := &memStore{vers: map[string][]Product{}}
+	return New(Options{Store: st, Querier: q, Outputs: outs, Authz: az, Now: func() time.Time { return now },
+		Subject: func(_ context.Context, name string) (authz.Subject, error) {
+			if name == "gone" {
+				return authz.Subject{}, floe.E(floe.NotFound, "principal", "principal %q does not exist", name)
+			}
+			return authz.Subject{Principal: name}, nil
+		}}), st
+}
+
+func crmOutputs(now time.Time) *fakeOutputs {
+	return &fakeOutputs{at: now.Add(-2 * time.Hour), notes: map[string]Annotation{}, cols: map[string][]string{
+		"pipeline_by_account": {"account_id", "amount"}, "opportunities": {"id", "account_id", "amount", "stage", "created_at"}}}
+}
 
 func TestCheck(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
@@ -247,9 +313,9 @@ func TestCheck(t *testing.T) {
 		{"amount < 0", [][]*string{{str("7")}, {str("9")}, {str("11")}, {str("12")}, {str("13")}, {str("14")}}},
 		{`FROM "floe"."crm".`, one("42")},
 	}}
-	st := &memStore{vers: map[string][]Product{}}
-	svc := New(Options{Store: st, Querier: q, Tables: fakeTables{at: now.Add(-2 * time.Hour)}, Now: func() time.Time { return now }})
-	by := Actor{Principal: "alice", RequestID: "r1"}
+	owner := authz.Subject{Principal: "alice"}
+	svc, st := newTestService(now, q, crmOutputs(now), fakeAuthz{"alice": {"ALTER opportunities", "ALTER pipeline_by_account"}, "bi": {"DESCRIBE opportunities"}})
+	by := Actor{Subject: owner, RequestID: "r1"}
 	p, err := svc.Publish(t.Context(), by, pipeline(), 0)
 	if err != nil || p.Version != 1 || p.UpdatedBy != "alice" {
 		t.Fatalf("publish: %+v %v", p, err)
@@ -257,7 +323,7 @@ func TestCheck(t *testing.T) {
 	if _, err := svc.Publish(t.Context(), by, pipeline(), 0); floe.KindOf(err) != floe.Conflict {
 		t.Fatalf("publish over: %v", err)
 	}
-	run, err := svc.Check(t.Context(), by, "sales_bot", "floe", "sales_pipeline", "demand")
+	run, err := svc.Check(t.Context(), Actor{Subject: authz.Subject{Principal: "bi"}}, "floe", "sales_pipeline")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,11 +335,11 @@ func TestCheck(t *testing.T) {
 		"not_null_opps_account_id": "pass 0", "fresh": "pass 2h0m0s", "some_rows": "pass 42",
 		"stages": "pass 0", "ids": "fail 2", "no_negative": "fail more than 5 rows",
 	}
-	if fmt.Sprint(got) != fmt.Sprint(want) || run.Status != StatusFail {
+	if fmt.Sprint(got) != fmt.Sprint(want) || run.Status != StatusFail || run.Trigger != "demand" {
 		t.Fatalf("results %v (%s)\nwant %v", got, run.Status, want)
 	}
 	for _, as := range q.as {
-		if as != "sales_bot" {
+		if as != "bi" {
 			t.Fatalf("queried as %q, want the checking principal", as)
 		}
 	}
@@ -282,8 +348,10 @@ func TestCheck(t *testing.T) {
 	}
 
 	// Stale data, a refused query: fail and error, never a pass.
-	svc = New(Options{Store: st, Querier: &fakeQuerier{}, Tables: fakeTables{at: now.Add(-48 * time.Hour)}, Now: func() time.Time { return now }})
-	run, err = svc.Check(t.Context(), by, "nobody", "floe", "sales_pipeline", "schedule")
+	outs := crmOutputs(now)
+	outs.at = now.Add(-48 * time.Hour)
+	svc2 := New(Options{Store: st, Querier: &fakeQuerier{}, Outputs: outs, Authz: fakeAuthz{}, Now: func() time.Time { return now }})
+	run, err = svc2.Check(t.Context(), Actor{Subject: authz.Subject{Principal: "root", Admin: true}}, "floe", "sales_pipeline")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +366,171 @@ func TestCheck(t *testing.T) {
 	if run.Status != StatusFail {
 		t.Errorf("status %s, want fail", run.Status)
 	}
-	if _, err := svc.Check(t.Context(), by, "x", "floe", "ghost", "demand"); !IsNotFound(err) {
+	if _, err := svc.Check(t.Context(), by, "floe", "ghost"); !IsNotFound(err) {
 		t.Errorf("unknown product: %v", err)
+	}
+}
+
+// TestGovernance: publishing needs ALTER on every output and existing
+// documented columns, and writes nothing otherwise; a product is visible
+// only with DESCRIBE on one of its outputs, and looks the same as a
+// missing one otherwise; the context lands in the outputs' properties.
+func TestGovernance(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	outs := crmOutputs(now)
+	az := fakeAuthz{"alice": {"ALTER opportunities", "ALTER pipeline_by_account", "DESCRIBE opportunities"},
+		"half": {"ALTER opportunities"}, "bi": {"DESCRIBE pipeline_by_account"}, "viewer": {"DESCRIBE opportunities"}, "nobody": nil}
+	svc, st := newTestService(now, &fakeQuerier{}, outs, az)
+	alice, half, bi, nobody := Actor{Subject: authz.Subject{Principal: "alice"}}, Actor{Subject: authz.Subject{Principal: "half"}},
+		authz.Subject{Principal: "bi"}, authz.Subject{Principal: "nobody"}
+
+	if _, err := svc.Publish(t.Context(), half, pipeline(), 0); floe.KindOf(err) != floe.Forbidden || !strings.Contains(err.Error(), "lacks ALTER on pipeline_by_account") {
+		t.Fatalf("publish without ALTER on an output: %v", err)
+	}
+	bad := pipeline()
+	bad.Outputs[1].Columns = map[string]string{"revenue": "x"}
+	if _, err := svc.Publish(t.Context(), alice, bad, 0); floe.KindOf(err) != floe.Invalid || !strings.Contains(err.Error(), `no column "revenue"`) {
+		t.Fatalf("doc of a missing column: %v", err)
+	}
+	missing := pipeline()
+	missing.Outputs[1].Table = "nope"
+	az["alice"] = append(az["alice"], "ALTER nope")
+	if _, err := svc.Publish(t.Context(), alice, missing, 0); floe.KindOf(err) != floe.NotFound {
+		t.Fatalf("missing output: %v", err)
+	}
+	if len(st.vers) != 0 || len(outs.notes) != 0 {
+		t.Fatalf("refused publications wrote %d products, %d annotations", len(st.vers), len(outs.notes))
+	}
+
+	if _, err := svc.Publish(t.Context(), alice, pipeline(), 0); err != nil {
+		t.Fatal(err)
+	}
+	n := outs.notes["pipeline_by_account"]
+	if n.Set[PropProduct] != "sales_pipeline" || n.Set[PropOwner] != "sales_ops" || n.Set[PropTerms] != "pipeline" || n.Set[PropComment] != "Open pipeline by account" ||
+		n.Set[PropVersion] != "1" || n.Docs["amount"] != "Deal value in EUR" {
+		t.Errorf("annotation %+v", n)
+	}
+
+	if _, err := svc.Get(t.Context(), bi, "floe", "sales_pipeline", 0); err != nil {
+		t.Errorf("DESCRIBE on one output: %v", err)
+	}
+	_, hiddenErr := svc.Get(t.Context(), nobody, "floe", "sales_pipeline", 0)
+	_, missingErr := svc.Get(t.Context(), nobody, "floe", "no_such_product", 0)
+	if floe.KindOf(hiddenErr) != floe.NotFound || strings.Replace(hiddenErr.Error(), "sales_pipeline", "no_such_product", 1) != missingErr.Error() {
+		t.Errorf("hidden product: %v, missing: %v", hiddenErr, missingErr)
+	}
+	if ls, _ := svc.List(t.Context(), nobody, "floe"); len(ls) != 0 {
+		t.Errorf("nobody lists %d products", len(ls))
+	}
+	if ls, _ := svc.List(t.Context(), bi, "floe"); len(ls) != 1 {
+		t.Errorf("bi lists %d products", len(ls))
+	}
+	if _, err := svc.Check(t.Context(), Actor{Subject: nobody}, "floe", "sales_pipeline"); floe.KindOf(err) != floe.NotFound {
+		t.Errorf("nobody checks: %v", err)
+	}
+
+	// A new version that drops an output takes the context out of it.
+	v2 := pipeline()
+	v2.Outputs = v2.Outputs[1:]
+	v2.Description = ""
+	if _, err := svc.Publish(t.Context(), half, v2, 1); floe.KindOf(err) != floe.Forbidden {
+		t.Errorf("publish v2 without ALTER on every current output: %v", err)
+	}
+	if _, err := svc.Publish(t.Context(), alice, v2, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := outs.notes["pipeline_by_account"]; len(n.Set) != 0 || len(n.Remove) != len(contextKeys) {
+		t.Errorf("former output keeps the context: %+v", n)
+	}
+	if n := outs.notes["opportunities"]; n.Set[PropVersion] != "2" || !slices.Contains(n.Remove, PropDescription) {
+		t.Errorf("v2 annotation %+v", n)
+	}
+	if err := svc.Drop(t.Context(), Actor{Subject: authz.Subject{Principal: "viewer"}}, "floe", "sales_pipeline"); floe.KindOf(err) != floe.Forbidden {
+		t.Errorf("drop without ALTER: %v", err)
+	}
+	if _, err := svc.Get(t.Context(), bi, "floe", "sales_pipeline", 0); floe.KindOf(err) != floe.NotFound {
+		t.Errorf("bi still sees the product after its output left it: %v", err)
+	}
+	if err := svc.Drop(t.Context(), alice, "floe", "sales_pipeline"); err != nil {
+		t.Fatal(err)
+	}
+	if n := outs.notes["opportunities"]; len(n.Set) != 0 {
+		t.Errorf("dropped product's context stays: %+v", n)
+	}
+}
+
+// fakeLeases grants each lease to the first holder until released.
+type fakeLeases struct {
+	mu   sync.Mutex
+	held map[string]string
+}
+
+func (f *fakeLeases) AcquireLease(_ context.Context, name, holder string, ttl time.Duration) (maint.Lease, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h, ok := f.held[name]; ok && h != holder {
+		return maint.Lease{}, false, nil
+	}
+	f.held[name] = holder
+	return maint.Lease{Name: name, Holder: holder}, true, nil
+}
+
+func (f *fakeLeases) RenewLease(context.Context, maint.Lease, time.Duration) error { return nil }
+
+func (f *fakeLeases) ReleaseLease(_ context.Context, l maint.Lease) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.held, l.Name)
+	return nil
+}
+
+// TestSchedule: a product with check_every is checked as its publisher
+// when due and not again before; a publisher that is gone makes a run in
+// error; a lease held elsewhere skips it.
+func TestSchedule(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	clock := now
+	q := &fakeQuerier{answers: []answer{{"count", [][]*string{{str("0")}}}}}
+	outs := crmOutputs(now)
+	st := &memStore{vers: map[string][]Product{}}
+	svc := New(Options{Store: st, Querier: q, Outputs: outs, Authz: fakeAuthz{"alice": {"ALTER opportunities"}}, Now: func() time.Time { return clock },
+		Subject: func(_ context.Context, name string) (authz.Subject, error) {
+			if name == "gone" {
+				return authz.Subject{}, errors.New("principal is disabled")
+			}
+			return authz.Subject{Principal: name}, nil
+		}})
+	p := Product{Warehouse: "floe", Name: "opps", Owner: "alice", CheckEvery: Duration(time.Hour),
+		Outputs:      []Port{{Namespace: catalog.Namespace{"crm"}, Table: "opportunities"}},
+		Expectations: []Expectation{{Kind: NotNull, Port: "opportunities", Column: "id"}}}
+	if _, err := svc.Publish(t.Context(), Actor{Subject: authz.Subject{Principal: "alice"}}, p, 0); err != nil {
+		t.Fatal(err)
+	}
+	leases := &fakeLeases{held: map[string]string{}}
+	for _, tc := range []struct {
+		advance time.Duration
+		want    int
+	}{{0, 1}, {30 * time.Minute, 0}, {31 * time.Minute, 1}} {
+		clock = clock.Add(tc.advance)
+		if n, err := svc.RunDue(t.Context(), leases, "node-a"); err != nil || n != tc.want {
+			t.Fatalf("after %v: ran %d %v, want %d", tc.advance, n, err, tc.want)
+		}
+	}
+	if len(st.runs) != 2 || st.runs[1].Trigger != "schedule" || st.runs[1].By != "alice" || q.as[0] != "alice" {
+		t.Fatalf("runs %+v, queried as %v", st.runs, q.as)
+	}
+	clock = clock.Add(2 * time.Hour)
+	leases.held["product-check/floe/opps"] = "node-b"
+	if n, _ := svc.RunDue(t.Context(), leases, "node-a"); n != 0 {
+		t.Errorf("ran %d under another node's lease", n)
+	}
+	delete(leases.held, "product-check/floe/opps")
+	st.vers["opps"][0].UpdatedBy = "gone"
+	if n, _ := svc.RunDue(t.Context(), leases, "node-a"); n != 1 {
+		t.Fatal("not run")
+	}
+	last := st.runs[len(st.runs)-1]
+	if last.Status != StatusError || !strings.Contains(last.Results[0].Detail, "principal is disabled") {
+		t.Errorf("run of a gone publisher: %+v", last)
 	}
 }

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
-	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/authz"
+	"github.com/floe-lake/floe/maint"
 )
 
 // Audit actions of the service (docs/products.md lists them).
@@ -83,25 +85,48 @@ type Store interface {
 }
 
 // Querier runs one SQL statement through Floe's SQL engine with the rights
-// of the principal named as (its grants, row filters and masks) and
-// returns at most maxRows rows, each row's values as text (NULL as nil),
-// and whether there were more.
+// of sub (its grants, row filters and masks), read-only, and returns at
+// most maxRows rows, each row's values as text (NULL as nil), and whether
+// there were more.
 type Querier interface {
-	QueryAs(ctx context.Context, as, sql string, maxRows int) (rows [][]*string, more bool, err error)
+	QueryAs(ctx context.Context, sub authz.Subject, sql string, maxRows int) (rows [][]*string, more bool, err error)
 }
 
-// Tables is what the service needs of the catalog.
-type Tables interface {
-	// CommittedAt is when the table's current snapshot was committed
-	// (zero when it has none).
-	CommittedAt(ctx context.Context, warehouse string, id catalog.Ident) (time.Time, error)
+// Checker decides privileges (*authz.Authorizer); its errors name the
+// privilege missing.
+type Checker interface {
+	Check(ctx context.Context, sub authz.Subject, priv authz.Privilege, s authz.Securable) error
+}
+
+// Annotation is the business context a product writes into an output:
+// properties to set and to remove, and docs of top-level columns by name.
+type Annotation struct {
+	Set    map[string]string
+	Remove []string
+	Docs   map[string]string
+}
+
+// Outputs is what the service needs of the catalog's tables and views.
+type Outputs interface {
+	// Columns returns the output's top-level column names, or
+	// floe.NotFound when it does not exist.
+	Columns(ctx context.Context, warehouse string, port Port) ([]string, error)
+	// CommittedAt is when the output's current snapshot was committed
+	// (zero when it has none; a view's last version).
+	CommittedAt(ctx context.Context, warehouse string, port Port) (time.Time, error)
+	// Annotate writes a into the output's properties and column docs.
+	Annotate(ctx context.Context, warehouse string, port Port, a Annotation) error
 }
 
 // Options configure a Service.
 type Options struct {
 	Store   Store
 	Querier Querier
-	Tables  Tables
+	Outputs Outputs
+	Authz   Checker
+	// Subject resolves a principal's name to the subject whose rights
+	// scheduled checks use (the product's publisher).
+	Subject func(ctx context.Context, name string) (authz.Subject, error)
 	Audit   *audit.Log
 	Log     *slog.Logger
 	Now     func() time.Time
@@ -145,51 +170,249 @@ func New(o Options) *Service {
 
 // Actor is who calls the service.
 type Actor struct {
-	Principal  string
+	Subject    authz.Subject
 	RequestID  string
 	ClientAddr string
 }
 
-// Publish validates p and stores it as the product's next version
-// (version 1 when it is new). prev is the version the caller read (0 for
-// a new product): a concurrent publish makes it a floe.Conflict.
-func (s *Service) Publish(ctx context.Context, by Actor, p Product, prev int) (Product, error) {
-	if err := p.Validate(); err != nil {
-		return Product{}, err
+// Securable is the authorization object of a port.
+func (p *Product) Securable(port Port) authz.Securable {
+	if port.Kind == PortView {
+		return authz.View(p.Warehouse, port.Ident())
 	}
-	p.Version, p.UpdatedAt, p.UpdatedBy = prev+1, s.o.Now().UTC().Truncate(time.Millisecond), by.Principal
-	err := s.o.Store.PutProductVersion(ctx, p, s.o.KeepVersions, s.o.MaxProducts)
+	return authz.Table(p.Warehouse, port.Ident())
+}
+
+// Publish validates p and stores it as the product's next version
+// (version 1 when it is new), then writes its context into its outputs.
+// prev is the version the caller read (0 for a new product): a concurrent
+// publish makes it a floe.Conflict. The caller needs ALTER on every
+// output; every output and every documented column must exist. Nothing is
+// written when any of that fails.
+func (s *Service) Publish(ctx context.Context, by Actor, p Product, prev int) (Product, error) {
+	p, err := s.publish(ctx, by, p, prev)
 	s.audit(ctx, by, ActionPublish, p.Warehouse, p.Name, err, map[string]any{"version": p.Version, "outputs": len(p.Outputs)})
-	if err != nil {
-		return Product{}, fmt.Errorf("publish product %s: %w", p.Name, err)
+	return p, err
+}
+
+func (s *Service) publish(ctx context.Context, by Actor, p Product, prev int) (Product, error) {
+	if err := p.Validate(); err != nil {
+		return p, err
+	}
+	if prev < 0 {
+		return p, invalid("previous version %d is negative", prev)
+	}
+	for _, o := range p.Outputs {
+		if err := s.o.Authz.Check(ctx, by.Subject, authz.Alter, p.Securable(o)); err != nil {
+			return p, fmt.Errorf("publish product %s: output %s: %w", p.Name, o.Name, err)
+		}
+		cols, err := s.o.Outputs.Columns(ctx, p.Warehouse, o)
+		if err != nil {
+			return p, fmt.Errorf("publish product %s: output %s: %w", p.Name, o.Name, err)
+		}
+		for c := range o.Columns {
+			if !slices.Contains(cols, c) {
+				return p, invalid("output %q (%s %s) has no column %q to document (columns: %s)", o.Name, o.Kind, o.Ident(), c, strings.Join(cols, ", "))
+			}
+		}
+	}
+	var old *Product
+	if prev > 0 {
+		cur, err := s.o.Store.ProductVersion(ctx, p.Warehouse, p.Name, 0)
+		if err != nil {
+			return p, err
+		}
+		if err := s.requireAlterAll(ctx, by.Subject, &cur); err != nil {
+			return p, err
+		}
+		old = &cur
+	}
+	p.Version, p.UpdatedAt, p.UpdatedBy = prev+1, s.o.Now().UTC().Truncate(time.Millisecond), by.Subject.Principal
+	if err := s.o.Store.PutProductVersion(ctx, p, s.o.KeepVersions, s.o.MaxProducts); err != nil {
+		return p, fmt.Errorf("publish product %s: %w", p.Name, err)
+	}
+	var errs []error
+	for _, o := range p.Outputs {
+		if err := s.o.Outputs.Annotate(ctx, p.Warehouse, o, p.annotation(o)); err != nil {
+			errs = append(errs, fmt.Errorf("output %s: %w", o.Name, err))
+		}
+	}
+	if old != nil {
+		for _, o := range old.Outputs {
+			if _, still := p.Port(o.Name); !still || !sameOutput(p, o) {
+				s.unannotate(ctx, old, o)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return p, floe.Wrap(floe.Unavailable, err, "product %s version %d is published, but its context could not be written into every output (publish it again to retry): %v", p.Name, p.Version, err)
 	}
 	return p, nil
 }
 
-// Get returns version v of a product (0: the current one).
-func (s *Service) Get(ctx context.Context, warehouse, name string, v int) (Product, error) {
+// sameOutput reports whether p still publishes o's table or view.
+func sameOutput(p Product, o Port) bool {
+	for _, q := range p.Outputs {
+		if q.Kind == o.Kind && q.Table == o.Table && q.Namespace.String() == o.Namespace.String() {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Service) unannotate(ctx context.Context, p *Product, o Port) {
+	a := Annotation{Remove: contextKeys}
+	if err := s.o.Outputs.Annotate(ctx, p.Warehouse, o, a); err != nil && floe.KindOf(err) != floe.NotFound {
+		s.o.Log.WarnContext(ctx, "products: could not remove a product's context from a former output", "product", p.Name, "output", o.Ident().String(), "err", err)
+	}
+}
+
+// Properties a product writes into its outputs.
+const (
+	PropComment     = "comment"
+	PropProduct     = "floe.product"
+	PropVersion     = "floe.product.version"
+	PropPort        = "floe.product.port"
+	PropOwner       = "floe.product.owner"
+	PropDomain      = "floe.product.domain"
+	PropDescription = "floe.product.description"
+	PropTerms       = "floe.product.terms"
+)
+
+// contextKeys are the properties a product owns on its outputs (comment
+// is the output's own, and is left alone when the product goes).
+var contextKeys = []string{PropProduct, PropVersion, PropPort, PropOwner, PropDomain, PropDescription, PropTerms}
+
+// annotation is the context p writes into its output o.
+func (p *Product) annotation(o Port) Annotation {
+	set := map[string]string{PropProduct: p.Name, PropVersion: fmt.Sprint(p.Version), PropPort: o.Name, PropOwner: p.Owner}
+	opt := map[string]string{PropDomain: p.Domain, PropDescription: p.Description, PropTerms: strings.Join(p.Terms, ", ")}
+	var remove []string
+	for k, v := range opt {
+		if v == "" {
+			remove = append(remove, k)
+		} else {
+			set[k] = v
+		}
+	}
+	slices.Sort(remove)
+	comment := o.Description
+	if comment == "" {
+		comment = p.Description
+	}
+	if comment != "" {
+		set[PropComment] = comment
+	}
+	return Annotation{Set: set, Remove: remove, Docs: o.Columns}
+}
+
+// requireAlterAll checks ALTER on every output of p that still exists.
+func (s *Service) requireAlterAll(ctx context.Context, sub authz.Subject, p *Product) error {
+	for _, o := range p.Outputs {
+		if err := s.o.Authz.Check(ctx, sub, authz.Alter, p.Securable(o)); err != nil {
+			if _, cerr := s.o.Outputs.Columns(ctx, p.Warehouse, o); floe.KindOf(cerr) == floe.NotFound {
+				continue
+			}
+			return fmt.Errorf("product %s: output %s: %w", p.Name, o.Name, err)
+		}
+	}
+	return nil
+}
+
+// visible reports whether sub may see p: an administrator, or DESCRIBE on
+// at least one of its outputs.
+func (s *Service) visible(ctx context.Context, sub authz.Subject, p *Product) bool {
+	if sub.Admin {
+		return true
+	}
+	for _, o := range p.Outputs {
+		if s.o.Authz.Check(ctx, sub, authz.Describe, p.Securable(o)) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// hidden is what a caller who may not see a product is told: the same as
+// for a product that does not exist, so that names do not leak.
+func hidden(warehouse, name string) error {
+	return floe.E(floe.NotFound, "data product", "data product %q does not exist in warehouse %q, or you lack DESCRIBE on every one of its outputs", name, warehouse)
+}
+
+// Get returns version v of a product (0: the current one), if sub may see
+// the current version.
+func (s *Service) Get(ctx context.Context, sub authz.Subject, warehouse, name string, v int) (Product, error) {
+	cur, err := s.o.Store.ProductVersion(ctx, warehouse, name, 0)
+	if err != nil {
+		if floe.KindOf(err) == floe.NotFound {
+			return Product{}, hidden(warehouse, name)
+		}
+		return Product{}, err
+	}
+	if !s.visible(ctx, sub, &cur) {
+		return Product{}, hidden(warehouse, name)
+	}
+	if v == 0 || v == cur.Version {
+		return cur, nil
+	}
 	return s.o.Store.ProductVersion(ctx, warehouse, name, v)
 }
 
-// List returns the current version of every product of a warehouse.
-func (s *Service) List(ctx context.Context, warehouse string) ([]Product, error) {
-	return s.o.Store.Products(ctx, warehouse)
+// List returns the current version of every product of a warehouse that
+// sub may see.
+func (s *Service) List(ctx context.Context, sub authz.Subject, warehouse string) ([]Product, error) {
+	all, err := s.o.Store.Products(ctx, warehouse)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for i := range all {
+		if s.visible(ctx, sub, &all[i]) {
+			out = append(out, all[i])
+		}
+	}
+	return out, nil
 }
 
 // Versions lists a product's kept versions, newest first.
-func (s *Service) Versions(ctx context.Context, warehouse, name string) ([]Product, error) {
+func (s *Service) Versions(ctx context.Context, sub authz.Subject, warehouse, name string) ([]Product, error) {
+	if _, err := s.Get(ctx, sub, warehouse, name, 0); err != nil {
+		return nil, err
+	}
 	return s.o.Store.ProductVersions(ctx, warehouse, name)
 }
 
-// Drop removes a product (its outputs stay: they are the owner's tables).
+// Drop removes a product and its context from its outputs (the outputs
+// stay: they are tables and views of their own). It needs ALTER on every
+// output that still exists.
 func (s *Service) Drop(ctx context.Context, by Actor, warehouse, name string) error {
-	err := s.o.Store.DropProduct(ctx, warehouse, name)
+	err := s.drop(ctx, by, warehouse, name)
 	s.audit(ctx, by, ActionDrop, warehouse, name, err, nil)
 	return err
 }
 
+func (s *Service) drop(ctx context.Context, by Actor, warehouse, name string) error {
+	p, err := s.Get(ctx, by.Subject, warehouse, name, 0)
+	if err != nil {
+		return err
+	}
+	if err := s.requireAlterAll(ctx, by.Subject, &p); err != nil {
+		return err
+	}
+	if err := s.o.Store.DropProduct(ctx, warehouse, name); err != nil {
+		return err
+	}
+	for _, o := range p.Outputs {
+		s.unannotate(ctx, &p, o)
+	}
+	return nil
+}
+
 // Runs lists a product's newest check runs.
-func (s *Service) Runs(ctx context.Context, warehouse, name string, limit int) ([]CheckRun, error) {
+func (s *Service) Runs(ctx context.Context, sub authz.Subject, warehouse, name string, limit int) ([]CheckRun, error) {
+	if _, err := s.Get(ctx, sub, warehouse, name, 0); err != nil {
+		return nil, err
+	}
 	if limit <= 0 || limit > s.o.KeepRuns {
 		limit = s.o.KeepRuns
 	}
@@ -197,18 +420,22 @@ func (s *Service) Runs(ctx context.Context, warehouse, name string, limit int) (
 }
 
 // Check evaluates every expectation of a product's current version with
-// the rights of the principal as (trigger "demand" or "schedule"), stores
-// the run and audits it. A failed expectation is a result, not an error;
-// the error is for a product that does not exist or a run that could not
-// be stored.
-func (s *Service) Check(ctx context.Context, by Actor, as, warehouse, name, trigger string) (CheckRun, error) {
-	p, err := s.o.Store.ProductVersion(ctx, warehouse, name, 0)
+// the rights of the caller (trigger "demand"), stores the run and audits
+// it. A failed expectation is a result, not an error; the error is for a
+// product the caller cannot see or a run that could not be stored.
+func (s *Service) Check(ctx context.Context, by Actor, warehouse, name string) (CheckRun, error) {
+	p, err := s.Get(ctx, by.Subject, warehouse, name, 0)
 	if err != nil {
 		return CheckRun{}, err
 	}
-	run := CheckRun{ID: newID(), Warehouse: warehouse, Product: name, Version: p.Version, At: s.o.Now().UTC(), By: as, Trigger: trigger, Status: StatusPass, Results: []Result{}}
+	return s.check(ctx, by, by.Subject, &p, "demand")
+}
+
+// check evaluates p's expectations with the rights of as.
+func (s *Service) check(ctx context.Context, by Actor, as authz.Subject, p *Product, trigger string) (CheckRun, error) {
+	run := CheckRun{ID: newID(), Warehouse: p.Warehouse, Product: p.Name, Version: p.Version, At: s.o.Now().UTC(), By: as.Principal, Trigger: trigger, Status: StatusPass, Results: []Result{}}
 	for _, e := range p.Expectations {
-		r := s.evaluate(ctx, &p, as, e)
+		r := s.evaluate(ctx, p, as, e)
 		run.Results = append(run.Results, r)
 		switch {
 		case r.Status == StatusFail:
@@ -217,17 +444,17 @@ func (s *Service) Check(ctx context.Context, by Actor, as, warehouse, name, trig
 			run.Status = StatusError
 		}
 	}
-	err = s.o.Store.AddCheckRun(ctx, run, s.o.KeepRuns)
+	err := s.o.Store.AddCheckRun(ctx, run, s.o.KeepRuns)
 	failed := []string{}
 	for _, r := range run.Results {
 		if r.Status != StatusPass {
 			failed = append(failed, r.Expectation+":"+r.Status)
 		}
 	}
-	detail := map[string]any{"run_id": run.ID, "version": run.Version, "status": run.Status, "trigger": trigger, "expectations": len(run.Results), "not_passed": failed, "as": as}
-	s.auditOutcome(ctx, by, ActionCheck, warehouse, name, checkOutcome(run, err), detail)
+	detail := map[string]any{"run_id": run.ID, "version": run.Version, "status": run.Status, "trigger": trigger, "expectations": len(run.Results), "not_passed": failed, "as": as.Principal}
+	s.auditOutcome(ctx, by, ActionCheck, p.Warehouse, p.Name, checkOutcome(run, err), detail)
 	if err != nil {
-		return CheckRun{}, fmt.Errorf("store check run of product %s: %w", name, err)
+		return CheckRun{}, fmt.Errorf("store check run of product %s: %w", p.Name, err)
 	}
 	return run, nil
 }
@@ -239,7 +466,7 @@ func checkOutcome(run CheckRun, err error) string {
 	return audit.OutcomeSuccess
 }
 
-func (s *Service) evaluate(ctx context.Context, p *Product, as string, e Expectation) Result {
+func (s *Service) evaluate(ctx context.Context, p *Product, as authz.Subject, e Expectation) Result {
 	start := s.o.Now()
 	r := Result{Expectation: e.Name, Kind: e.Kind, Port: e.Port}
 	defer func() { r.DurationMS = s.o.Now().Sub(start).Milliseconds() }()
@@ -251,14 +478,14 @@ func (s *Service) evaluate(ctx context.Context, p *Product, as string, e Expecta
 
 // measure returns the status, the observed value and, unless it passed,
 // why.
-func (s *Service) measure(ctx context.Context, p *Product, as string, e Expectation) (status, observed, detail string) {
+func (s *Service) measure(ctx context.Context, p *Product, as authz.Subject, e Expectation) (status, observed, detail string) {
 	q, err := p.Query(e)
 	if err != nil {
 		return StatusError, "", err.Error()
 	}
 	if e.Kind == Freshness && q.SQL == "" {
 		port, _ := p.Port(e.Port)
-		at, err := s.o.Tables.CommittedAt(ctx, p.Warehouse, port.Ident())
+		at, err := s.o.Outputs.CommittedAt(ctx, p.Warehouse, port)
 		if err != nil {
 			return StatusError, "", err.Error()
 		}
@@ -385,7 +612,7 @@ func (s *Service) auditOutcome(ctx context.Context, by Actor, action, warehouse,
 	if s.o.Audit == nil {
 		return
 	}
-	e := audit.Event{RequestID: by.RequestID, Principal: by.Principal, ClientAddr: by.ClientAddr, Action: action,
+	e := audit.Event{RequestID: by.RequestID, Principal: by.Subject.Principal, ClientAddr: by.ClientAddr, Action: action,
 		Resource: "product:" + warehouse + "." + name, Outcome: outcome, Detail: detail}
 	if _, err := s.o.Audit.Append(ctx, e); err != nil {
 		s.o.Log.ErrorContext(ctx, "products: audit append failed", "action", action, "product", name, "err", err)
@@ -400,3 +627,89 @@ func newID() string {
 
 // IsNotFound reports whether err says a product does not exist.
 func IsNotFound(err error) bool { return floe.KindOf(err) == floe.NotFound }
+
+// Leases serialize scheduled checks across nodes (*sqlstore.Store).
+type Leases = maint.Leases
+
+// RunDue runs the scheduled checks that are due: those of every product
+// with CheckEvery set whose newest run is at least CheckEvery old, each
+// with the rights of the product's publisher, under a lease per product so
+// that one node runs it. It returns how many it ran.
+func (s *Service) RunDue(ctx context.Context, leases Leases, node string) (int, error) {
+	all, err := s.o.Store.Products(ctx, "")
+	if err != nil {
+		return 0, err
+	}
+	ran := 0
+	for i := range all {
+		p := &all[i]
+		if p.CheckEvery <= 0 || !s.due(ctx, p) {
+			continue
+		}
+		ttl := s.o.CheckTimeout*time.Duration(len(p.Expectations)+1) + time.Minute
+		l, ok, err := leases.AcquireLease(ctx, "product-check/"+p.Warehouse+"/"+p.Name, node, ttl)
+		if err != nil {
+			return ran, fmt.Errorf("scheduled check lease: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		if s.due(ctx, p) { // another node may have run it before we took the lease
+			s.runScheduled(ctx, p)
+			ran++
+		}
+		if err := leases.ReleaseLease(context.WithoutCancel(ctx), l); err != nil {
+			s.o.Log.DebugContext(ctx, "products: scheduled check lease was lost", "product", p.Name, "err", err)
+		}
+	}
+	return ran, nil
+}
+
+func (s *Service) due(ctx context.Context, p *Product) bool {
+	runs, err := s.o.Store.CheckRuns(ctx, p.Warehouse, p.Name, 1)
+	if err != nil {
+		s.o.Log.WarnContext(ctx, "products: could not read the last check run", "product", p.Name, "err", err)
+		return false
+	}
+	return len(runs) == 0 || s.o.Now().Sub(runs[0].At) >= time.Duration(p.CheckEvery)
+}
+
+// runScheduled checks p as its publisher; a publisher that can no longer
+// be resolved (dropped, disabled) makes a run in error, so that the
+// failure to check is as visible as a failed check.
+func (s *Service) runScheduled(ctx context.Context, p *Product) {
+	sys := Actor{Subject: authz.Subject{Principal: "floe:products"}}
+	as, err := s.o.Subject(ctx, p.UpdatedBy)
+	if err != nil {
+		run := CheckRun{ID: newID(), Warehouse: p.Warehouse, Product: p.Name, Version: p.Version, At: s.o.Now().UTC(), By: p.UpdatedBy,
+			Trigger: "schedule", Status: StatusError, Results: []Result{}}
+		for _, e := range p.Expectations {
+			run.Results = append(run.Results, Result{Expectation: e.Name, Kind: e.Kind, Port: e.Port, Status: StatusError,
+				Detail: fmt.Sprintf("the product's publisher %q cannot run checks: %v (publish the product again as an active principal)", p.UpdatedBy, err)})
+		}
+		if err := s.o.Store.AddCheckRun(ctx, run, s.o.KeepRuns); err != nil {
+			s.o.Log.WarnContext(ctx, "products: could not store a check run", "product", p.Name, "err", err)
+		}
+		s.auditOutcome(ctx, sys, ActionCheck, p.Warehouse, p.Name, audit.OutcomeFailure, map[string]any{"run_id": run.ID, "status": run.Status, "trigger": "schedule", "error": err.Error()})
+		return
+	}
+	if _, err := s.check(ctx, sys, as, p, "schedule"); err != nil {
+		s.o.Log.WarnContext(ctx, "products: scheduled check failed", "product", p.Name, "err", err)
+	}
+}
+
+// Schedule runs RunDue every interval until ctx ends.
+func (s *Service) Schedule(ctx context.Context, leases Leases, node string, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.RunDue(ctx, leases, node); err != nil && ctx.Err() == nil {
+			s.o.Log.WarnContext(ctx, "products: scheduled checks failed; retrying next interval", "err", err)
+		}
+	}
+}
