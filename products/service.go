@@ -17,7 +17,9 @@ import (
 	"github.com/floe-lake/floe/maint"
 )
 
-// Audit actions of the service (docs/products.md lists them).
+// Audit actions of data products (docs/products.md lists them). The
+// management API records publish, drop and checks on demand; the service
+// records the scheduled checks.
 const (
 	ActionPublish = "product.publish"
 	ActionDrop    = "product.drop"
@@ -190,9 +192,7 @@ func (p *Product) Securable(port Port) authz.Securable {
 // output; every output and every documented column must exist. Nothing is
 // written when any of that fails.
 func (s *Service) Publish(ctx context.Context, by Actor, p Product, prev int) (Product, error) {
-	p, err := s.publish(ctx, by, p, prev)
-	s.audit(ctx, by, ActionPublish, p.Warehouse, p.Name, err, map[string]any{"version": p.Version, "outputs": len(p.Outputs)})
-	return p, err
+	return s.publish(ctx, by, p, prev)
 }
 
 func (s *Service) publish(ctx context.Context, by Actor, p Product, prev int) (Product, error) {
@@ -386,12 +386,6 @@ func (s *Service) Versions(ctx context.Context, sub authz.Subject, warehouse, na
 // stay: they are tables and views of their own). It needs ALTER on every
 // output that still exists.
 func (s *Service) Drop(ctx context.Context, by Actor, warehouse, name string) error {
-	err := s.drop(ctx, by, warehouse, name)
-	s.audit(ctx, by, ActionDrop, warehouse, name, err, nil)
-	return err
-}
-
-func (s *Service) drop(ctx context.Context, by Actor, warehouse, name string) error {
 	p, err := s.Get(ctx, by.Subject, warehouse, name, 0)
 	if err != nil {
 		return err
@@ -451,8 +445,10 @@ func (s *Service) check(ctx context.Context, by Actor, as authz.Subject, p *Prod
 			failed = append(failed, r.Expectation+":"+r.Status)
 		}
 	}
-	detail := map[string]any{"run_id": run.ID, "version": run.Version, "status": run.Status, "trigger": trigger, "expectations": len(run.Results), "not_passed": failed, "as": as.Principal}
-	s.auditOutcome(ctx, by, ActionCheck, p.Warehouse, p.Name, checkOutcome(run, err), detail)
+	if trigger == "schedule" { // the management API audits the checks it runs
+		detail := map[string]any{"run_id": run.ID, "version": run.Version, "status": run.Status, "trigger": trigger, "expectations": len(run.Results), "not_passed": failed, "as": as.Principal}
+		s.auditOutcome(ctx, by, ActionCheck, p.Warehouse, p.Name, checkOutcome(run, err), detail)
+	}
 	if err != nil {
 		return CheckRun{}, fmt.Errorf("store check run of product %s: %w", p.Name, err)
 	}
@@ -594,18 +590,6 @@ func sample(rows [][]*string) string {
 		out = out[:200] + "…"
 	}
 	return out
-}
-
-func (s *Service) audit(ctx context.Context, by Actor, action, warehouse, name string, err error, detail map[string]any) {
-	outcome := audit.OutcomeSuccess
-	if err != nil {
-		outcome = audit.OutcomeFailure
-		if detail == nil {
-			detail = map[string]any{}
-		}
-		detail["error"] = err.Error()
-	}
-	s.auditOutcome(ctx, by, action, warehouse, name, outcome, detail)
 }
 
 func (s *Service) auditOutcome(ctx context.Context, by Actor, action, warehouse, name, outcome string, detail map[string]any) {
