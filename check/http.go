@@ -24,7 +24,6 @@ type run struct {
 	tokenURL  string
 	token     string        // the checking identity's bearer token ("" for none)
 	tokenLife time.Duration // expires_in of that token (0: absent)
-	secret    string        // client secret of o.Credential
 
 	config   *catalogConfig
 	prefix   string // the REST prefix, "" for none
