@@ -19,7 +19,7 @@ var Hints = map[string]string{
 	"s5.views":               "Publish views (or data products) over the raw tables for consumers instead of exposing only raw tables.",
 	"s6.partitioning":        "Partition large tables on the columns queries filter by (e.g. a day or month transform of the event time).",
 	"s6.small-files":         "Compact the table (Floe: floe maintain TABLE --compact, or keep maintenance on) and batch writes into larger files.",
-	"s6.snapshots":           "Expire old snapshots (Floe: floe.maintenance.snapshot.* properties or floe maintain TABLE --expire-snapshots).",
+	"s6.snapshots":           "Expire old snapshots (Floe: floe.maintenance.snapshot.* properties or floe maintain TABLE --expire).",
 	"s6.compaction":          "Turn compaction on (floe.maintenance.compaction.enabled=true and serve with --maintenance).",
 	"s6.encryption":          "Turn encryption at rest on (Floe: encryption: true, the default) and rewrite existing objects.",
 	"s6.lifecycle":           "Set floe.lifecycle.cold-after (e.g. 30d) on the table or its namespace to tier old files to cold storage.",
