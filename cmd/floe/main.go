@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -16,6 +17,10 @@ func main() {
 	defer stop()
 	if err := cli.Root(os.Stdout, os.Stderr, os.Getenv).ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "floe:", err)
+		var ee *cli.ExitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.Code)
+		}
 		os.Exit(1)
 	}
 }
