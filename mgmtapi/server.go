@@ -98,6 +98,9 @@ type Options struct {
 	// Federation manages foreign catalogs; nil makes the catalog
 	// endpoints answer 406 (unsupported).
 	Federation Federation
+	// Products manages data products; nil makes the product endpoints
+	// answer 406 (unsupported).
+	Products Products
 	// PublicURL is the URL recipients reach this server at, for their
 	// profile files; empty means the scheme and host of the request.
 	PublicURL string
@@ -138,6 +141,10 @@ type call struct {
 	detail   map[string]any
 	// body is the request body without the JSON size limit (ingest).
 	body io.Reader
+	// outcome, when set, is the audit outcome of a mutation that
+	// succeeded as a request but reports a failure (a product check
+	// whose expectations failed).
+	outcome string
 }
 
 // New returns a handler serving the management API.
@@ -185,7 +192,7 @@ func (h *Handler) table() []route {
 
 // routes is every operation served.
 func (h *Handler) routes() []route {
-	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes(), h.catalogRoutes())
+	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes(), h.catalogRoutes(), h.productRoutes())
 }
 
 // Routes lists the operations served, as "METHOD /path/{param}".
@@ -311,6 +318,9 @@ func (h *Handler) record(c *call, action string, err error) {
 	}
 	e := audit.Event{RequestID: c.rid, Principal: c.sub.Principal, ClientAddr: httperr.ClientAddr(c.r), Action: action,
 		Resource: c.resource, Outcome: audit.OutcomeSuccess, Detail: c.detail}
+	if c.outcome != "" {
+		e.Outcome = c.outcome
+	}
 	if err != nil {
 		e.Outcome = audit.OutcomeFailure
 		if k := floe.KindOf(err); k == floe.Forbidden || k == floe.Unauthenticated {

@@ -24,6 +24,7 @@ import (
 	"github.com/floe-lake/floe/objstore/bucket"
 	"github.com/floe-lake/floe/objstore/s3api"
 	"github.com/floe-lake/floe/objstore/sse"
+	"github.com/floe-lake/floe/products"
 	"github.com/floe-lake/floe/restcat"
 	"github.com/floe-lake/floe/revoke"
 	"github.com/floe-lake/floe/sharing"
@@ -94,6 +95,10 @@ type App struct {
 	stopRevocations func()
 	// sharing is the sharing service (see sharing.go).
 	sharing *sharing.Service
+	// products is the data products service (see products.go);
+	// stopProducts stops its scheduled checks.
+	products     *products.Service
+	stopProducts func()
 
 	// runtimeForeign are the federated catalogs created at run time
 	// (federation_runtime.go).
@@ -226,6 +231,7 @@ func (a *App) init(ctx context.Context) error {
 	if a.ingest, err = a.newIngester(ctx); err != nil {
 		return err
 	}
+	a.products = a.newProducts()
 	mgmt := a.mgmtHandler()
 	ds := a.deltaSharing()        // nil: not mounted
 	shareCat := a.shareCatalogs() // nil: not mounted
@@ -361,6 +367,7 @@ func (a *App) Start() error {
 	a.startAuditExport()
 	a.startAuditPrune()
 	a.startAuditSeal()
+	a.startProductChecks()
 	return nil
 }
 
@@ -389,6 +396,7 @@ func (a *App) AdminToken(ctx context.Context) (string, error) {
 // releases), stops serving and closes the store.
 func (a *App) Close(ctx context.Context) error {
 	var errs []error
+	a.stopProductChecks()
 	errs = append(errs, a.stopAuditExport(), a.stopAuditPrune())
 	a.stopAuditSeal()
 	if a.maint != nil {

@@ -195,6 +195,12 @@ type Config struct {
 	// than the retention (env FLOE_AUDIT_PRUNE_INTERVAL, default 1m); nodes
 	// sharing a store take turns through a lease.
 	AuditPruneInterval time.Duration `yaml:"audit_prune_interval"`
+	// ProductsCheckInterval is how often a node looks for data products
+	// whose scheduled expectation checks are due (env
+	// FLOE_PRODUCTS_CHECK_INTERVAL, default 1m; 0 turns scheduled checks
+	// off, checks on demand still run). Nodes take turns per product
+	// through a lease.
+	ProductsCheckInterval time.Duration `yaml:"products_check_interval"`
 	// AuditPruneBatch is the most records one prune transaction deletes
 	// (env FLOE_AUDIT_PRUNE_BATCH, default 5000, at most 100000).
 	AuditPruneBatch int `yaml:"audit_prune_batch"`
@@ -434,10 +440,11 @@ func Defaults() Config {
 		Sharing:             defaultSharing(),
 		SnapshotRetention:   maint.DefaultMaxSnapshotAge,
 
-		AuditExportInterval: 10 * time.Second,
-		AuditRetention:      30 * 24 * time.Hour,
-		AuditPruneInterval:  time.Minute,
-		AuditPruneBatch:     audit.DefaultPruneBatch,
+		AuditExportInterval:   10 * time.Second,
+		AuditRetention:        30 * 24 * time.Hour,
+		AuditPruneInterval:    time.Minute,
+		ProductsCheckInterval: time.Minute,
+		AuditPruneBatch:       audit.DefaultPruneBatch,
 
 		AuditCheckpointInterval: time.Minute,
 
@@ -631,6 +638,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		"FLOE_HTTP_HEADER_TIMEOUT": &c.HTTP.HeaderTimeout, "FLOE_HTTP_BODY_TIMEOUT": &c.HTTP.BodyTimeout,
 		"FLOE_HTTP_IDLE_TIMEOUT": &c.HTTP.IdleTimeout,
 		"FLOE_AUDIT_RETENTION":   &c.AuditRetention, "FLOE_AUDIT_PRUNE_INTERVAL": &c.AuditPruneInterval,
+		"FLOE_PRODUCTS_CHECK_INTERVAL":   &c.ProductsCheckInterval,
 		"FLOE_SQL_MAX_STATEMENT_TIMEOUT": &c.SQLMaxStatementTimeout, "FLOE_SQL_STARTUP_TIMEOUT": &c.SQLStartupTimeout} {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
@@ -733,6 +741,8 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("audit_retention %s: must be 0 (keep forever) or positive", c.AuditRetention)
 	case c.AuditRetention > 0 && c.AuditPruneInterval < 100*time.Millisecond:
 		return fmt.Errorf("audit_prune_interval %s: must be at least 100ms", c.AuditPruneInterval)
+	case c.ProductsCheckInterval < 0 || c.ProductsCheckInterval > 0 && c.ProductsCheckInterval < 100*time.Millisecond:
+		return fmt.Errorf("products_check_interval %s: must be 0 (off) or at least 100ms", c.ProductsCheckInterval)
 	case c.AuditPruneBatch < 1 || c.AuditPruneBatch > audit.MaxPruneBatch:
 		return fmt.Errorf("audit_prune_batch %d: must be between 1 and %d", c.AuditPruneBatch, audit.MaxPruneBatch)
 	case c.AuditExportInterval != 0 && c.AuditExportInterval < 100*time.Millisecond:

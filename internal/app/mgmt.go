@@ -23,6 +23,7 @@ func (a *App) mgmtHandler() http.Handler {
 		Tombstones:       a.cat,
 		Sharing:          a.sharing,
 		Federation:       a.runtimeForeign.svc,
+		Products:         a.products,
 		PublicURL:        a.cfg.PublicURL,
 		Logger:           a.log,
 	}

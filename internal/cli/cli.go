@@ -44,7 +44,7 @@ func Root(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	root.AddCommand(namespaceCmd(stdout, getenv))
 	addTableCatalogCmds(root, stdout, getenv)
 	root.AddCommand(shareCmd(stdout, getenv), recipientCmd(stdout, getenv))
-	root.AddCommand(catalogCmd(stdout, getenv))
+	root.AddCommand(catalogCmd(stdout, getenv), productCmd(stdout, getenv))
 	root.AddCommand(versionCmd(stdout))
 	root.AddCommand(checkCmd(stdout, stderr, getenv))
 	return root
@@ -273,8 +273,14 @@ floe principal create NAME --admin --data-dir DIR.`,
 				if roots, err = a.TLSRoots(); err == nil {
 					err = demo.Load(ctx, a.URL(), tok, roots)
 				}
+				if err == nil && a.SQLAddr() != "" {
+					err = demo.PublishProduct(ctx, a.URL(), c.Warehouse, tok, roots)
+				}
 				if err == nil {
 					fmt.Fprintf(stdout, "\nDemo dataset ready in namespace %q: accounts, opportunities, activities (%s).\n", demo.Namespace, time.Since(start).Round(time.Millisecond))
+					if a.SQLAddr() != "" {
+						fmt.Fprintf(stdout, "Data product %q publishes the views crm.pipeline and crm.pipeline_by_account (floe product show %s).\n", demo.ProductName, demo.ProductName)
+					}
 				}
 			}
 			if err != nil {

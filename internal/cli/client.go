@@ -117,7 +117,8 @@ func (c *apiClient) bearer(ctx context.Context) (string, error) {
 
 // do sends a request to the management API (body of size bytes, -1 when
 // unknown) and decodes the JSON answer into out; an error answer becomes
-// an error with the server's message.
+// an error with the server's message. An out of type *[]byte receives the
+// answer's bytes as they are.
 func (c *apiClient) do(ctx context.Context, method, path string, body io.Reader, size int64, contentType string, out any) error {
 	tok, err := c.bearer(ctx)
 	if err != nil {
@@ -152,6 +153,10 @@ func (c *apiClient) do(ctx context.Context, method, path string, body io.Reader,
 	}
 	if out == nil || len(b) == 0 {
 		return nil // 204 No Content, or an answer the caller does not read
+	}
+	if raw, ok := out.(*[]byte); ok { // an answer that is not JSON (CSV)
+		*raw = b
+		return nil
 	}
 	return json.Unmarshal(b, out)
 }

@@ -1,0 +1,174 @@
+"""Data products (issue 20, standard S5) on the demo server, with real clients.
+
+`floe serve --demo` publishes the `sales_pipeline` product over crm: the
+views crm.pipeline and crm.pipeline_by_account and the table
+crm.opportunities, two metrics and five expectations. Here:
+
+* PyIceberg sees the product's business context on its outputs: the table's
+  comment and floe.product.* properties and its columns' docs, the views'
+  properties; `floe product list/show` find it.
+* The metrics, asked by name at a grain and by dimensions through
+  `floe product metrics`, equal what this test computes itself from the
+  base tables read with PyIceberg (no SQL of Floe involved in the reference).
+* The expectations pass (`floe product check` exits 0); after an ingest with
+  a NULL amount they fail (exit 1, the failing expectation named), the
+  failure is in the management API's check history and in the audit log
+  (product.check, outcome failure).
+* A principal with DESCRIBE on no output does not see the product; one with
+  DESCRIBE on an output does.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+from collections import defaultdict
+from datetime import date
+
+import pytest
+from conftest import WAREHOUSE, floe_binary
+
+OPEN = lambda stage: stage not in ("Closed Won", "Closed Lost")  # noqa: E731
+
+
+def cli(srv, *args: str, check: bool = True, credential: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOE_") and not k.startswith("AWS_")}
+    env["FLOE_URL"] = srv.uri
+    env["FLOE_CREDENTIAL"] = credential or srv.credential
+    r = subprocess.run([str(floe_binary()), *args], env=env, capture_output=True, text=True, timeout=120)
+    if check and r.returncode != 0:
+        raise AssertionError(f"floe {' '.join(args)}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def audit(srv, *args: str) -> list[dict]:
+    out = subprocess.run([str(floe_binary()), "audit", "query", "--data-dir", str(srv.data_dir), "--json",
+                          "--limit", "100000", *args], capture_output=True, text=True, timeout=60, check=True)
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def base(floe_demo):
+    """The base tables, read with PyIceberg."""
+    cat = floe_demo.catalog()
+    accounts = {a["account_id"]: a for a in cat.load_table("crm.accounts").scan().to_arrow().to_pylist()}
+    opps = cat.load_table("crm.opportunities").scan().to_arrow().to_pylist()
+    return accounts, opps
+
+
+def test_context_is_on_the_outputs(floe_demo) -> None:
+    cat = floe_demo.catalog()
+    t = cat.load_table("crm.opportunities")
+    props = t.properties
+    assert props["floe.product"] == "sales_pipeline"
+    assert props["floe.product.owner"] == "admin" and props["floe.product.domain"] == "sales"
+    assert props["comment"] == "Sales opportunities, one row each (source table of the product)."
+    assert "open pipeline" in props["floe.product.terms"]
+    docs = {f.name: f.doc for f in t.schema().fields}
+    assert docs["amount"] == "Deal value in EUR."
+    assert docs["stage"].startswith("Sales stage:")
+    view = cat.load_view("crm.pipeline")
+    assert view.metadata.properties["floe.product"] == "sales_pipeline"
+    assert view.metadata.properties["comment"].startswith("One row per opportunity")
+
+    listed = cli(floe_demo, "product", "list", "--json")
+    names = [p["name"] for p in json.loads(listed.stdout)["products"]]
+    assert names == ["sales_pipeline"]
+    shown = json.loads(cli(floe_demo, "product", "show", "sales_pipeline", "--json").stdout)
+    assert [o["name"] for o in shown["outputs"]] == ["pipeline", "pipeline_by_account", "opportunities"]
+    assert {m["name"] for m in shown["metrics"]} == {"open_pipeline_value", "win_rate"}
+
+
+def metric_rows(srv, metric: str, grain: str, *dims: str) -> list[dict]:
+    args = ["product", "metrics", "sales_pipeline", metric, "--grain", grain]
+    for d in dims:
+        args += ["--by", d]
+    return list(csv.DictReader(io.StringIO(cli(srv, *args).stdout)))
+
+
+def truncate(d: date, grain: str) -> str:
+    if grain == "month":
+        return date(d.year, d.month, 1).isoformat()
+    if grain == "quarter":
+        return date(d.year, 3 * ((d.month - 1) // 3) + 1, 1).isoformat()
+    return date(d.year, 1, 1).isoformat()
+
+
+def test_metrics_equal_a_computation_over_the_base_tables(floe_demo, base) -> None:
+    accounts, opps = base
+    want: dict[tuple, float] = defaultdict(float)
+    for o in opps:
+        if o["amount"] is not None and o["stage"] is not None and OPEN(o["stage"]):
+            want[(truncate(o["close_date"], "month"), accounts[o["account_id"]]["region"])] += o["amount"]
+    rows = metric_rows(floe_demo, "open_pipeline_value", "month", "region")
+    got = {(r["month"], r["region"]): float(r["open_pipeline_value"]) for r in rows}
+    assert got.keys() == want.keys()
+    for k, v in want.items():
+        assert got[k] == pytest.approx(v), k
+    assert [(r["month"], r["region"]) for r in rows] == sorted(got)  # ordered by the groups
+
+    won: dict[tuple, int] = defaultdict(int)
+    closed: dict[tuple, int] = defaultdict(int)
+    for o in opps:
+        if o["stage"] in ("Closed Won", "Closed Lost"):
+            k = (truncate(o["close_date"], "quarter"), accounts[o["account_id"]]["industry"])
+            closed[k] += 1
+            won[k] += o["stage"] == "Closed Won"
+    rows = metric_rows(floe_demo, "win_rate", "quarter", "industry")
+    got = {(r["quarter"], r["industry"]): float(r["win_rate"]) for r in rows}
+    assert got.keys() == closed.keys()
+    for k in closed:
+        assert got[k] == pytest.approx(won[k] / closed[k]), k
+
+    refused = cli(floe_demo, "product", "metrics", "sales_pipeline", "win_rate", "--by", "stage", check=False)
+    assert refused.returncode != 0 and 'cannot be grouped by "stage"' in refused.stderr
+
+
+def test_expectations_pass_then_fail_after_a_bad_ingest(floe_demo) -> None:
+    ok = cli(floe_demo, "product", "check", "sales_pipeline")
+    assert "sales_pipeline: pass" in ok.stdout
+
+    token = floe_demo.fetch_token()
+    body = b"opportunity_id,account_id,stage,close_date,amount\n900001,1,Prospecting,2025-06-01,\n"
+    import urllib.request
+    req = urllib.request.Request(f"{floe_demo.uri}/api/v1/tables/{WAREHOUSE}/crm/opportunities/ingest?format=csv&mode=append",
+                                 data=body, method="POST", headers={"Authorization": f"Bearer {token}", "Content-Type": "text/csv"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        assert r.status in (200, 201)
+
+    bad = cli(floe_demo, "product", "check", "sales_pipeline", check=False)
+    assert bad.returncode == 1, bad
+    lines = {line.split()[0]: line for line in bad.stdout.splitlines() if line.strip()}
+    assert " fail " in lines["amount_not_null"] and "1 rows have a NULL amount" in lines["amount_not_null"]
+    assert " pass " in lines["known_stages"] and " pass " in lines["opportunity_ids_unique"]
+    assert "amount_not_null fail" in bad.stderr
+
+    runs = floe_demo.request("GET", "/api/v1/products/sales_pipeline/checks", token=token)["runs"]
+    assert runs[0]["status"] == "fail" and runs[1]["status"] == "pass"
+    failed = [r for r in runs[0]["results"] if r["status"] != "pass"]
+    assert [r["expectation"] for r in failed] == ["amount_not_null"]
+
+    recs = audit(floe_demo, "--action", "product.check")
+    outcomes = [(r["outcome"], r["detail"].get("status")) for r in recs]
+    assert ("success", "pass") in outcomes and ("failure", "fail") in outcomes
+    fail_rec = next(r for r in recs if r["outcome"] == "failure")
+    assert fail_rec["detail"]["not_passed"] == ["amount_not_null:fail"]
+    assert fail_rec["resource"] == f"product:{WAREHOUSE}.sales_pipeline"
+
+
+def test_discovery_needs_describe_on_an_output(floe_demo) -> None:
+    admin = floe_demo.fetch_token()
+    p = floe_demo.request("POST", "/api/v1/principals", body={"name": "product_reader"}, token=admin)
+    cred = f"{p['client_id']}:{p['client_secret']}"
+    listed = json.loads(cli(floe_demo, "product", "list", "--json", credential=cred).stdout)
+    assert listed["products"] == []
+    hidden = cli(floe_demo, "product", "show", "sales_pipeline", credential=cred, check=False)
+    assert hidden.returncode != 0 and "lack DESCRIBE" in hidden.stderr
+    floe_demo.request("POST", "/api/v1/grants", token=admin, body={
+        "grantee": {"kind": "principal", "name": "product_reader"}, "privilege": "DESCRIBE",
+        "on": {"kind": "view", "namespace": ["crm"], "name": "pipeline"}})
+    listed = json.loads(cli(floe_demo, "product", "list", "--json", credential=cred).stdout)
+    assert [x["name"] for x in listed["products"]] == ["sales_pipeline"]
