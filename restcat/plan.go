@@ -316,18 +316,14 @@ func (h *Handler) scanOf(st *catalog.TableState, id catalog.Ident, req planReque
 	slices.Sort(statsIDs)
 	key.selected, key.stats = strings.Join(selected, ","), strings.Join(statsIDs, ",")
 	var filter iceberg.BooleanExpression = iceberg.AlwaysTrue{}
+	key.filter = "true"
 	if len(req.Filter) > 0 && !bytes.Equal(bytes.TrimSpace(req.Filter), []byte("null")) {
-		f, err := parseFilter(req.Filter, schema, key.caseSensitive)
+		f, canon, err := parseFilter(req.Filter, schema, key.caseSensitive)
 		if err != nil {
 			return key, nil, err
 		}
-		filter = f
+		filter, key.filter = f, canon
 	}
-	canon, err := json.Marshal(filter)
-	if err != nil {
-		return key, nil, floe.Wrap(floe.Invalid, err, "invalid filter: %v", err)
-	}
-	key.filter = string(canon)
 	return key, func(t *table.Table) *scanPlan {
 		return &scanPlan{tbl: t, filter: filter, selected: selected, stats: stats, key: key, snapshotSchema: schema}
 	}, nil

@@ -26,29 +26,35 @@ const (
 // names or transforms) against schema, and binds it to check that every
 // column exists and every literal fits its column's type. Column names
 // match exactly, or ignoring case when caseSensitive is false. Errors are
-// floe.Invalid.
-func parseFilter(raw json.RawMessage, schema *iceberg.Schema, caseSensitive bool) (expr iceberg.BooleanExpression, err error) {
+// floe.Invalid. canon is the bound filter's JSON, which identifies it in
+// plan caches (the request's bytes when it cannot be written).
+func parseFilter(raw json.RawMessage, schema *iceberg.Schema, caseSensitive bool) (expr iceberg.BooleanExpression, canon string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			expr, err = nil, floe.E(floe.Invalid, "", "invalid filter: %v", p)
 		}
 	}()
 	if err := checkFilterShape(raw); err != nil {
-		return nil, floe.Wrap(floe.Invalid, err, "invalid filter: %v", err)
+		return nil, "", floe.Wrap(floe.Invalid, err, "invalid filter: %v", err)
 	}
 	if !caseSensitive {
 		if raw, err = canonicalTerms(raw, schema); err != nil {
-			return nil, floe.Wrap(floe.Invalid, err, "invalid filter: %v", err)
+			return nil, "", floe.Wrap(floe.Invalid, err, "invalid filter: %v", err)
 		}
 	}
 	e, err := iceberg.ParseExpr(raw, schema)
 	if err != nil {
-		return nil, floe.Wrap(floe.Invalid, err, "invalid filter: %s", trimMsg(err.Error()))
+		return nil, "", floe.Wrap(floe.Invalid, err, "invalid filter: %s", trimMsg(err.Error()))
 	}
-	if _, err := iceberg.BindExpr(schema, e, true); err != nil {
-		return nil, floe.Wrap(floe.Invalid, err, "invalid filter: %s", trimMsg(err.Error()))
+	bound, err := iceberg.BindExpr(schema, e, true)
+	if err != nil {
+		return nil, "", floe.Wrap(floe.Invalid, err, "invalid filter: %s", trimMsg(err.Error()))
 	}
-	return e, nil
+	b, err := json.Marshal(bound)
+	if err != nil {
+		b = append([]byte("raw:"), raw...)
+	}
+	return e, string(b), nil
 }
 
 // checkFilterShape checks that raw is one JSON value within the nesting
