@@ -361,3 +361,75 @@ func TestPlanEndpointsAdvertised(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanDeleteFiles(t *testing.T) {
+	p := startPlanning(t, 0, 0)
+	ctx := context.Background()
+	f := p.f
+	lk := lake.New(f.App.Catalog(), lake.NewBucketFS(f.App.Objects()), lake.Options{})
+	tbl, err := lk.LoadTable(ctx, f.Warehouse, catalog.Ident{Namespace: catalog.Namespace{"plan"}, Name: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func(content iceberg.ManifestEntryContent, name, region string) *iceberg.DataFileBuilder {
+		b, err := iceberg.NewDataFileBuilder(tbl.Spec(), content, tbl.Location()+"/data/"+name, iceberg.ParquetFile,
+			map[int]any{1000: region}, nil, nil, 3, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if tbl, err = lake.AppendFiles(ctx, tbl, []iceberg.DataFile{file(iceberg.EntryContentData, "a.parquet", "r0").Build(),
+		file(iceberg.EntryContentData, "b.parquet", "r1").Build()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	txn := tbl.NewTransaction()
+	if err := txn.NewRowDelta(nil).AddDeletes(file(iceberg.EntryContentPosDeletes, "pos.parquet", "r0").Build(),
+		file(iceberg.EntryContentEqDeletes, "eq.parquet", "r0").EqualityFieldIDs([]int{1}).Build()).Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := f.Do(t, "POST", f.P(p.path2+"/plan"), `{}`)
+	mustStatus(t, r, 200)
+	var out struct {
+		DeleteFiles []struct {
+			Content     string `json:"content"`
+			FilePath    string `json:"file-path"`
+			EqualityIDs []int  `json:"equality-ids"`
+			Partition   []any  `json:"partition"`
+		} `json:"delete-files"`
+		Tasks []struct {
+			DataFile struct {
+				FilePath string `json:"file-path"`
+			} `json:"data-file"`
+			Refs []int `json:"delete-file-references"`
+		} `json:"file-scan-tasks"`
+	}
+	r.JSON(t, &out)
+	if len(out.Tasks) != 2 || len(out.DeleteFiles) != 2 {
+		t.Fatalf("plan %s", r.Body)
+	}
+	for _, tk := range out.Tasks {
+		var got []string
+		for _, i := range tk.Refs {
+			d := out.DeleteFiles[i]
+			got = append(got, d.Content)
+			if d.Content == "equality-deletes" && !slices.Equal(d.EqualityIDs, []int{1}) {
+				t.Errorf("equality ids %v", d.EqualityIDs)
+			}
+			if len(d.Partition) != 1 || d.Partition[0] != "r0" {
+				t.Errorf("delete file partition %v", d.Partition)
+			}
+		}
+		slices.Sort(got)
+		want := []string{}
+		if strings.HasSuffix(tk.DataFile.FilePath, "/a.parquet") {
+			want = []string{"equality-deletes", "position-deletes"}
+		}
+		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("%s: deletes %v, want %v", tk.DataFile.FilePath, got, want)
+		}
+	}
+}
