@@ -178,7 +178,7 @@ func (h *Handler) planReadable(r *http.Request, wh string, id catalog.Ident) (bo
 		reason += ". Read it through Floe's SQL endpoint at " + v.SQLAddress + " (PostgreSQL wire protocol, database " +
 			strconv.Quote(wh) + ", user " + strconv.Quote(callerName(r)) + ", an access token as the password)"
 	}
-	return false, floe.Wrap(floe.Forbidden, denied, "cannot plan a scan of %s: %s", id, reason)
+	return false, floe.Wrap(floe.Forbidden, denied, "%s", reason)
 }
 
 // planPrincipal identifies the caller a plan id is bound to.

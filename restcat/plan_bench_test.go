@@ -71,7 +71,9 @@ func BenchmarkPlanTableScan(b *testing.B) {
 		body func(i int) string
 	}{
 		{"warm", func(int) string { return `{}` }},
-		{"replan", func(i int) string { return fmt.Sprintf(`{"filter":{"type":"not-eq","term":"region","value":"x%d"}}`, i) }},
+		{"replan", func(i int) string {
+			return fmt.Sprintf(`{"filter":{"type":"not-eq","term":"region","value":"x%d"}}`, i)
+		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			plan(c.body(-1)) // the first plan (and the OS cache) warms up
