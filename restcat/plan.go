@@ -30,8 +30,10 @@ const (
 	DefaultPlanCacheEntries = 256
 	DefaultPlanCacheBytes   = 64 << 20
 	DefaultPlanTTL          = 15 * time.Minute
-	// maxPlanHandles bounds the plan ids handed out and not yet expired.
-	maxPlanHandles = 10_000
+	// maxPlanHandles and maxPlanHandleBytes bound the plan ids handed out
+	// and not yet expired (each holds its request, to plan again).
+	maxPlanHandles     = 10_000
+	maxPlanHandleBytes = 32 << 20
 )
 
 // Planning configures server-side scan planning (planTableScan,
@@ -88,7 +90,7 @@ func newPlanner(p Planning, vendTTL time.Duration) *planner {
 	}
 	return &planner{cfg: p,
 		results: newBoundedLRU[planKey, *planResult](p.CacheEntries, p.CacheBytes, p.TTL, p.Now),
-		handles: newBoundedLRU[string, planHandle](maxPlanHandles, maxPlanHandles, p.TTL, p.Now)}
+		handles: newBoundedLRU[string, planHandle](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now)}
 }
 
 // planKey is what a plan's result depends on.
@@ -118,11 +120,22 @@ func (p *planResult) size() int64 {
 	return n
 }
 
+// planHandle is a plan id handed to a client: what it was planned for,
+// and the request with its snapshot fixed, to plan again the same files
+// when the plan has left the results cache.
 type planHandle struct {
 	key       planKey
 	principal string
 	table     string // table uuid
-	pages     int
+	req       planRequest
+}
+
+func (hd planHandle) size() int64 {
+	n := int64(512 + len(hd.req.Filter) + len(hd.key.filter) + len(hd.key.selected) + len(hd.key.stats))
+	for _, s := range append(slices.Clone(hd.req.Select), hd.req.StatsFields...) {
+		n += int64(len(s)) + 16
+	}
+	return n
 }
 
 type planRequest struct {
@@ -226,7 +239,11 @@ func (h *Handler) planTableScan(w http.ResponseWriter, r *http.Request) error {
 		h.plans.results.Add(key, res, res.size())
 	}
 	planID := newPlanID()
-	h.plans.handles.Add(planID, planHandle{key: key, principal: planPrincipal(r), table: key.table, pages: len(res.pages)}, 1)
+	if req.SnapshotID == nil && req.EndSnapshotID == nil && key.snapshot != 0 {
+		req.SnapshotID = &key.snapshot // later pages plan the same snapshot
+	}
+	hd := planHandle{key: key, principal: planPrincipal(r), table: key.table, req: req}
+	h.plans.handles.Add(planID, hd, hd.size())
 	h.auditPlan(r, map[string]any{"plan_id": planID, "snapshot_id": res.snapshot, "data_files": res.dataFiles,
 		"delete_files": res.deleteFile, "pages": len(res.pages)})
 	return h.writeCompleted(w, r, wh, id, st, write, planID, res)
@@ -494,9 +511,9 @@ func (h *Handler) fetchPlanningResult(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	res, ok := h.plans.results.Get(hd.key)
-	if !ok {
-		return floe.E(floe.NotFound, "plan-id", "plan %s has expired: plan the scan again", planID)
+	res, err := h.result(r.Context(), st, id, hd, "plan-id")
+	if err != nil {
+		return err
 	}
 	return h.writeCompleted(w, r, wh, id, st, write, planID, res)
 }
@@ -544,12 +561,35 @@ func (h *Handler) fetchScanTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, ok := h.plans.results.Get(hd.key)
-	if !ok || page < 1 || page >= len(res.pages) {
-		return floe.E(floe.NotFound, "plan-task", "plan task does not exist or has expired: plan the scan again")
+	res, err := h.result(r.Context(), st, id, hd, "plan-task")
+	if err != nil {
+		return err
+	}
+	if page < 1 || page >= len(res.pages) {
+		return floe.E(floe.NotFound, "plan-task", "plan task does not exist: it is not one this server handed out")
 	}
 	writeRaw(w, http.StatusOK, [][]byte{[]byte("{"), res.pages[page], []byte("}")})
 	return nil
+}
+
+// result returns the plan of a live handle: from the results cache, or
+// planned again (the same snapshot, filter and options give the same
+// files) when it has been evicted or was too large to keep. A plan whose
+// snapshot is gone is NotFound (entity what).
+func (h *Handler) result(ctx context.Context, st *catalog.TableState, id catalog.Ident, hd planHandle, what string) (*planResult, error) {
+	if res, ok := h.plans.results.Get(hd.key); ok {
+		return res, nil
+	}
+	key, scan, err := h.scanOf(st, id, hd.req)
+	if err != nil || key != hd.key {
+		return nil, floe.E(floe.NotFound, what, "the plan's snapshot is no longer in table %s: plan the scan again", id)
+	}
+	res, err := h.plan(ctx, st, key, scan)
+	if err != nil {
+		return nil, err
+	}
+	h.plans.results.Add(key, res, res.size())
+	return res, nil
 }
 
 // planTable authorizes a request on an existing plan and loads its table.

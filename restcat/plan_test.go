@@ -266,14 +266,30 @@ func TestPlanTokensBoundToPrincipalAndTable(t *testing.T) {
 
 func TestPlanCacheBound(t *testing.T) {
 	// One plan is kept: planning another evicts the first, whose plan
-	// tasks are then gone (the client plans again).
+	// tasks are then answered by planning it again, at the same snapshot
+	// even after a commit.
 	p := startPlanning(t, 2, 1)
 	tok := p.f.Token(t)
 	r := p.f.DoAs(t, tok, "POST", p.f.P(p.path+"/plan"), `{}`)
 	var a planResponse
 	r.JSON(t, &a)
-	mustStatus(t, p.f.DoAs(t, tok, "POST", p.f.P(p.path+"/tasks"), map[string]string{"plan-task": a.PlanTasks[0]}), 200)
+	if len(a.PlanTasks) != 4 {
+		t.Fatalf("%d plan tasks, want 4", len(a.PlanTasks))
+	}
+	page := func(tk string) string {
+		r := p.f.DoAs(t, tok, "POST", p.f.P(p.path+"/tasks"), map[string]string{"plan-task": tk})
+		mustStatus(t, r, 200)
+		return string(r.Body)
+	}
+	before := page(a.PlanTasks[3])
 	mustStatus(t, p.f.DoAs(t, tok, "POST", p.f.P(p.path+"/plan"), `{"filter":{"type":"eq","term":"region","value":"r1"}}`), 200)
+	mustStatus(t, p.f.Do(t, "POST", p.f.P(p.path), `{"requirements":[],"updates":[{"action":"remove-snapshot-ref","ref-name":"main"}]}`), 200)
+	if after := page(a.PlanTasks[3]); after != before {
+		t.Errorf("page after eviction %s, before %s", after, before)
+	}
+	// Without the snapshot, the plan cannot be made again.
+	mustStatus(t, p.f.Do(t, "POST", p.f.P(p.path), fmt.Sprintf(`{"requirements":[],"updates":[{"action":"remove-snapshots","snapshot-ids":[%d]}]}`, p.snapshots[1])), 200)
+	mustStatus(t, p.f.DoAs(t, tok, "POST", p.f.P(p.path+"/plan"), `{"filter":{"type":"eq","term":"region","value":"r2"}}`), 200)
 	wantErr(t, p.f.DoAs(t, tok, "POST", p.f.P(p.path+"/tasks"), map[string]string{"plan-task": a.PlanTasks[0]}), 404,
 		"NoSuchPlanTaskException", "plan the scan again")
 }
