@@ -408,7 +408,7 @@ func (h *Handler) plan(ctx context.Context, st *catalog.TableState, key planKey,
 		return nil, floe.Wrap(floe.Internal, err, "cannot plan the scan")
 	}
 	tasks = lake.WholeFiles(tasks)
-	enc := &encoder{md: st.Metadata, stats: sp.stats, partTypes: map[int32][]iceberg.Type{}}
+	enc := &encoder{md: st.Metadata, stats: sp.stats, specs: map[int32]*iceberg.PartitionSpec{}, partTypes: map[int32][]iceberg.Type{}}
 	res := &planResult{snapshot: key.snapshot, dataFiles: len(tasks)}
 	deletes := map[string]bool{}
 	size := h.plans.cfg.PageSize

@@ -75,7 +75,9 @@ type wirePage struct {
 type encoder struct {
 	md    table.Metadata
 	stats map[int]bool // field ids whose statistics are sent (stats-fields)
-	// partTypes caches the result types of each spec's partition fields.
+	// specs and partTypes cache each partition spec (Metadata clones it
+	// at every lookup) and the result types of its fields.
+	specs     map[int32]*iceberg.PartitionSpec
 	partTypes map[int32][]iceberg.Type
 }
 
@@ -206,9 +208,12 @@ func sortedKeys[V any](m map[int]V) []int {
 // partition returns f's partition values in the order of its spec's
 // fields, each in the JSON form of the field's result type.
 func (e *encoder) partition(f iceberg.DataFile) ([]any, error) {
-	spec := e.md.PartitionSpecByID(int(f.SpecID()))
-	if spec == nil {
-		return nil, fmt.Errorf("file %s: partition spec %d not in the table", f.FilePath(), f.SpecID())
+	spec, ok := e.specs[f.SpecID()]
+	if !ok {
+		if spec = e.md.PartitionSpecByID(int(f.SpecID())); spec == nil {
+			return nil, fmt.Errorf("file %s: partition spec %d not in the table", f.FilePath(), f.SpecID())
+		}
+		e.specs[f.SpecID()] = spec
 	}
 	types, ok := e.partTypes[f.SpecID()]
 	if !ok {
