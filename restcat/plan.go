@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -101,6 +102,7 @@ type planKey struct {
 	caseSensitive   bool
 	snapshotSchema  bool
 	selected, stats string // comma-joined field names and ids
+	current         bool   // snapshot is the table's current one
 }
 
 // planResult is an encoded plan: its pages, each the members of a ScanTasks
@@ -293,8 +295,12 @@ func (h *Handler) scanOf(st *catalog.TableState, id catalog.Ident, req planReque
 		}
 		key.start = *req.StartSnapshotID
 	}
+	// A scan of another snapshot than the current one reads with that
+	// snapshot's schema (iceberg-go binds the filter to it), as the spec
+	// asks of time travel; use-snapshot-schema asks it of any scan.
 	schema := md.CurrentSchema()
-	if req.UseSnapshotSchema && snap != nil && snap.SchemaID != nil {
+	key.current = snap == nil || (md.CurrentSnapshot() != nil && snap.SnapshotID == md.CurrentSnapshot().SnapshotID)
+	if (req.UseSnapshotSchema || !key.current) && snap != nil && snap.SchemaID != nil {
 		for _, s := range md.Schemas() {
 			if s.ID == *snap.SchemaID {
 				schema = s
@@ -394,7 +400,9 @@ func (s *scanPlan) files(ctx context.Context) ([]table.FileScanTask, error) {
 	if s.key.snapshot == 0 && s.tbl.Metadata().CurrentSnapshot() == nil {
 		return nil, nil // an empty table
 	}
-	opts = append(opts, table.WithSnapshotID(s.key.snapshot))
+	if !s.key.current {
+		opts = append(opts, table.WithSnapshotID(s.key.snapshot))
+	}
 	return s.tbl.Scan(opts...).PlanFiles(ctx)
 }
 
@@ -404,6 +412,9 @@ func (h *Handler) plan(ctx context.Context, st *catalog.TableState, key planKey,
 	tbl := table.New(table.Identifier{"t"}, st.Metadata, st.Location, func(context.Context) (icebergio.IO, error) { return fsys, nil }, nil)
 	sp := scanOf(tbl)
 	tasks, err := sp.files(ctx)
+	if errors.Is(err, iceberg.ErrInvalidArgument) || errors.Is(err, iceberg.ErrInvalidSchema) {
+		return nil, floe.Wrap(floe.Invalid, err, "cannot plan the scan: %s", trimMsg(err.Error()))
+	}
 	if err != nil {
 		return nil, floe.Wrap(floe.Internal, err, "cannot plan the scan")
 	}
@@ -581,14 +592,16 @@ func (h *Handler) result(ctx context.Context, st *catalog.TableState, id catalog
 		return res, nil
 	}
 	key, scan, err := h.scanOf(st, id, hd.req)
-	if err != nil || key != hd.key {
+	same := key
+	same.current = hd.key.current // the snapshot may no longer be the current one: the files are the same
+	if err != nil || same != hd.key {
 		return nil, floe.E(floe.NotFound, what, "the plan's snapshot is no longer in table %s: plan the scan again", id)
 	}
 	res, err := h.plan(ctx, st, key, scan)
 	if err != nil {
 		return nil, err
 	}
-	h.plans.results.Add(key, res, res.size())
+	h.plans.results.Add(hd.key, res, res.size())
 	return res, nil
 }
 

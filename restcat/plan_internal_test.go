@@ -137,3 +137,27 @@ func FuzzParseFilter(f *testing.F) {
 		}
 	})
 }
+
+func TestParseFilterCanonical(t *testing.T) {
+	for _, c := range []struct {
+		name, in      string
+		caseSensitive bool
+		want          string // a part of the canonical form
+	}{
+		// A timestamp literal cannot be written before binding; the bound
+		// form can, so the cache key is the expression, not its bytes.
+		{"timestamp", `{"type":"gt-eq","term":"ts","value":"2024-01-01T00:00:00+00:00"}`, true, `"term":"ts"`},
+		{"case-insensitive name", `{"type":"eq","term":"REGION","value":"eu"}`, false, `"term":"Region"`},
+		{"date", `{"type":"in","term":"d","values":["2024-01-01"]}`, true, `"2024-01-01"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, canon, err := parseFilter(json.RawMessage(c.in), fuzzSchema, c.caseSensitive)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(canon, "raw:") || !strings.Contains(canon, c.want) {
+				t.Errorf("canonical %s, want it to contain %s", canon, c.want)
+			}
+		})
+	}
+}

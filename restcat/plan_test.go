@@ -449,3 +449,21 @@ func TestPlanDeleteFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanUseSnapshotSchema(t *testing.T) {
+	p := startPlanning(t, 0, 0)
+	f := p.f
+	mustStatus(t, f.Do(t, "POST", f.P(p.path), `{"requirements":[],"updates":[`+
+		`{"action":"add-schema","schema":{"type":"struct","schema-id":1,"fields":[{"id":1,"name":"id","required":true,"type":"long"},`+
+		`{"id":2,"name":"region","required":false,"type":"string"},{"id":3,"name":"extra","required":false,"type":"int"}]}},`+
+		`{"action":"set-current-schema","schema-id":-1}]}`), 200)
+	body := func(snapshotSchema bool) string {
+		return fmt.Sprintf(`{"snapshot-id":%d,"use-snapshot-schema":%t,"filter":{"type":"is-null","term":"extra"}}`, p.snapshots[0], snapshotSchema)
+	}
+	// The current schema has "extra"; the snapshot's does not.
+	if _, files := p.planAll(t, f.Token(t), p.path, `{"filter":{"type":"is-null","term":"extra"}}`); len(files) != 10 {
+		t.Errorf("current schema: files %v", files)
+	}
+	wantErr(t, f.Do(t, "POST", f.P(p.path+"/plan"), body(true)), 400, "BadRequestException", "invalid filter")
+	wantErr(t, f.Do(t, "POST", f.P(p.path+"/plan"), body(false)), 400, "BadRequestException", "invalid filter")
+}
