@@ -387,6 +387,10 @@ func TestPlanDeleteFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A table without snapshots plans no tasks.
+	if first, files := p.planAll(t, f.Token(t), p.path2, `{}`); len(files) != 0 || len(first.PlanTasks) != 0 {
+		t.Fatalf("empty table planned %v", files)
+	}
 	file := func(content iceberg.ManifestEntryContent, name, region string) *iceberg.DataFileBuilder {
 		b, err := iceberg.NewDataFileBuilder(tbl.Spec(), content, tbl.Location()+"/data/"+name, iceberg.ParquetFile,
 			map[int]any{1000: region}, nil, nil, 3, 100)
