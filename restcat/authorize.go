@@ -30,8 +30,9 @@ type caller struct {
 	sub          authz.Subject
 	pol          *authz.Policy
 	unrestricted bool
-	writeScope   bool   // the token may change the catalog (not catalog:read)
-	credentialID string // the storage credential handed out, for the audit event
+	writeScope   bool           // the token may change the catalog (not catalog:read)
+	credentialID string         // the storage credential handed out, for the audit event
+	detail       map[string]any // more facts for the audit event (a scan plan's)
 	// version is the policy version read with the token's state, if
 	// hasVersion: the first policy load of the request uses it instead
 	// of reading the version again. Later loads (after the request

@@ -191,6 +191,16 @@ func TestAuthorizationMatrix(t *testing.T) {
 			body: func() string {
 				return fmt.Sprintf(`{"region":"us-east-1","uri":%q,"method":"GET","headers":{}}`, signURI)
 			}, need: authz.Select, on: tbl("accounts"), ok: 200},
+		{name: "planTableScan", method: "POST", path: "/namespaces/crm/tables/accounts/plan", body: static(`{}`),
+			need: authz.Select, on: tbl("accounts"), ok: 200},
+		// A plan id or plan task of another principal does not exist for
+		// the caller: with SELECT, 404 instead of 403.
+		{name: "fetchPlanningResult", method: "GET", path: "/namespaces/crm/tables/accounts/plan/0123456789abcdef",
+			need: authz.Select, on: tbl("accounts"), ok: 404},
+		{name: "cancelPlanning", method: "DELETE", path: "/namespaces/crm/tables/accounts/plan/0123456789abcdef",
+			need: authz.Select, on: tbl("accounts"), ok: 404},
+		{name: "fetchScanTasks", method: "POST", path: "/namespaces/crm/tables/accounts/tasks", body: static(`{"plan-task":"cHQxOng6MQ"}`),
+			need: authz.Select, on: tbl("accounts"), ok: 404},
 		{name: "renameTable(source)", method: "POST", path: "/tables/rename",
 			body: static(`{"source":{"namespace":["crm"],"name":"ren_a"},"destination":{"namespace":["crm"],"name":"ren_b"}}`),
 			need: authz.Drop, on: tbl("ren_a"), also: []authz.Grant{g(authz.CreateTable, nsS)}, dropsGrants: true, ok: 204,

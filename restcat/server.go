@@ -58,6 +58,9 @@ type Options struct {
 	// Audit, if set, records one event per request: the operation, its
 	// resource, the caller and the outcome, including denials.
 	Audit func(ctx context.Context, e audit.Event)
+	// Planning, if set, turns on server-side scan planning (planTableScan
+	// and its companions); nil leaves those routes out of /v1/config.
+	Planning *Planning
 	// Logger receives structured logs.
 	Logger *slog.Logger
 }
@@ -72,6 +75,7 @@ type Handler struct {
 
 	whCache warehouseCache
 	ids     *httperr.RequestIDs
+	plans   *planner // nil: no scan planning
 }
 
 // New returns a handler serving cat.
@@ -86,6 +90,13 @@ func New(cat *catalog.Catalog, opts Options) *Handler {
 		opts.IdempotencyLifetime = 30 * time.Minute
 	}
 	h := &Handler{cat: cat, opts: opts, log: opts.Logger, mux: http.NewServeMux(), keys: newKeyLocks(), ids: httperr.NewRequestIDs(time.Now)}
+	if opts.Planning != nil {
+		var vendTTL time.Duration
+		if opts.Vending != nil {
+			vendTTL = opts.Vending.TTL
+		}
+		h.plans = newPlanner(*opts.Planning, vendTTL)
+	}
 	h.routes()
 	return h
 }
@@ -103,7 +114,7 @@ type route struct {
 
 func (h *Handler) table() []route {
 	const ns = "/v1/{prefix}/namespaces/{namespace}"
-	return []route{
+	return append([]route{
 		{"GET", "/v1/{prefix}/namespaces", false, h.listNamespaces, "listNamespaces"},
 		{"POST", "/v1/{prefix}/namespaces", true, h.createNamespace, "createNamespace"},
 		{"GET", ns, false, h.loadNamespace, "loadNamespace"},
@@ -131,8 +142,12 @@ func (h *Handler) table() []route {
 		{"HEAD", ns + "/views/{view}", false, h.viewExists, "viewExists"},
 		{"POST", "/v1/{prefix}/views/rename", true, h.renameView, "renameView"},
 		{"POST", ns + "/register-view", true, h.registerView, "registerView"},
-	}
+	}, h.planRoutes(ns)...)
 }
+
+// specPath is a route's path as the spec and /v1/config spell it (Go's
+// ServeMux wildcards cannot contain "-").
+func specPath(p string) string { return strings.ReplaceAll(p, "{planid}", "{plan-id}") }
 
 func (h *Handler) routes() {
 	h.mux.Handle("GET /v1/config", h.wrap(route{method: "GET", path: "/v1/config", fn: h.config, name: "getConfig"}))
@@ -149,7 +164,7 @@ func (h *Handler) Endpoints() []string {
 	rs := h.table()
 	out := make([]string, 0, len(rs))
 	for _, rt := range rs {
-		out = append(out, rt.method+" "+rt.path)
+		out = append(out, rt.method+" "+specPath(rt.path))
 	}
 	return out
 }
@@ -159,7 +174,7 @@ func (h *Handler) Endpoints() []string {
 func (h *Handler) readEndpoints() []string {
 	var out []string
 	for _, rt := range h.table() {
-		if !rt.mutates && rt.name != "signRequest" {
+		if !rt.mutates && rt.name != "signRequest" && !isPlanRoute(rt.name) {
 			out = append(out, rt.method+" "+rt.path)
 		}
 	}
@@ -271,8 +286,13 @@ func (h *Handler) audit(r *http.Request, rt route, rec *statusRecorder, start ti
 		e.Principal = c.Principal
 		e.Detail["token_id"] = c.TokenID
 	}
-	if c, ok := r.Context().Value(callerKey{}).(*caller); ok && c != nil && c.credentialID != "" {
-		e.Detail["credential_id"] = c.credentialID
+	if c, ok := r.Context().Value(callerKey{}).(*caller); ok && c != nil {
+		if c.credentialID != "" {
+			e.Detail["credential_id"] = c.credentialID
+		}
+		for k, v := range c.detail {
+			e.Detail[k] = v
+		}
 	}
 	switch {
 	case status == http.StatusUnauthorized:

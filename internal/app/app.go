@@ -205,6 +205,14 @@ func (a *App) init(ctx context.Context) error {
 	if opts.Foreign == nil {
 		opts.Foreign = a.foreignCatalogByName
 	}
+	if sp := cfg.ScanPlanning; !sp.Disabled {
+		fsys, err := a.lakeFS(ctx)
+		if err != nil {
+			return fmt.Errorf("scan planning: %w", err)
+		}
+		opts.Planning = &restcat.Planning{FS: fsys, PageSize: sp.PageSize, CacheEntries: sp.CacheEntries,
+			CacheBytes: sp.CacheBytes, TTL: sp.TTL}
+	}
 	if err := a.initForeign(); err != nil {
 		return err
 	}

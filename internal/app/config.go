@@ -366,6 +366,44 @@ type Config struct {
 	// Sharing bounds shares, objects, recipients and tokens (YAML sharing;
 	// see SharingSettings and docs/sharing.md).
 	Sharing SharingSettings `yaml:"sharing"`
+	// ScanPlanning configures server-side scan planning in the REST catalog
+	// (YAML scan_planning; see ScanPlanningSettings and docs/rest-catalog.md).
+	ScanPlanning ScanPlanningSettings `yaml:"scan_planning"`
+}
+
+// ScanPlanningSettings configures server-side scan planning (planTableScan
+// and its companions). Zero values mean the defaults.
+type ScanPlanningSettings struct {
+	// Disabled leaves the planning routes out (env
+	// FLOE_SCAN_PLANNING_DISABLED=true): clients then plan on their side.
+	Disabled bool `yaml:"disabled"`
+	// PageSize is the number of file scan tasks per response; a larger
+	// plan pages through plan tasks (env FLOE_SCAN_PLANNING_PAGE_SIZE,
+	// default 1000).
+	PageSize int `yaml:"page_size"`
+	// CacheEntries bounds the plans kept for paging and reuse (env
+	// FLOE_SCAN_PLANNING_CACHE_ENTRIES, default 256).
+	CacheEntries int `yaml:"cache_entries"`
+	// CacheBytes bounds their encoded size (env
+	// FLOE_SCAN_PLANNING_CACHE_BYTES, default 64 MiB).
+	CacheBytes int64 `yaml:"cache_bytes"`
+	// TTL is how long a plan id and its plan tasks stay valid (env
+	// FLOE_SCAN_PLANNING_TTL, default 15m, never above credential_ttl).
+	TTL time.Duration `yaml:"ttl"`
+}
+
+func (s ScanPlanningSettings) validate() error {
+	switch {
+	case s.PageSize < 0 || s.PageSize > 100_000:
+		return fmt.Errorf("scan_planning.page_size %d: must be between 1 and 100000", s.PageSize)
+	case s.CacheEntries < 0:
+		return fmt.Errorf("scan_planning.cache_entries %d: must not be negative", s.CacheEntries)
+	case s.CacheBytes < 0:
+		return fmt.Errorf("scan_planning.cache_bytes %d: must not be negative", s.CacheBytes)
+	case s.TTL < 0:
+		return fmt.Errorf("scan_planning.ttl %s: must not be negative", s.TTL)
+	}
+	return nil
 }
 
 // HTTPLimits bounds what a caller can hold on an HTTP listener. Each
@@ -545,7 +583,8 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		c.GCPercent = n
 	}
 	for name, dst := range map[string]*int64{"FLOE_SQL_CACHE_BYTES": &c.SQLCacheBytes, "FLOE_SQL_TABLE_CACHE_BYTES": &c.SQLTableCacheBytes,
-		"FLOE_METADATA_CACHE_BYTES": &c.MetadataCacheBytes, "FLOE_GC_HEADROOM": &c.GCHeadroom} {
+		"FLOE_METADATA_CACHE_BYTES": &c.MetadataCacheBytes, "FLOE_GC_HEADROOM": &c.GCHeadroom,
+		"FLOE_SCAN_PLANNING_CACHE_BYTES": &c.ScanPlanning.CacheBytes} {
 		if v := getenv(name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
@@ -554,7 +593,15 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 			*dst = n
 		}
 	}
-	for name, dst := range map[string]*int{"FLOE_HTTP_MAX_CONNS": &c.HTTP.MaxConns,
+	if v := getenv("FLOE_SCAN_PLANNING_DISABLED"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("FLOE_SCAN_PLANNING_DISABLED: %w", err)
+		}
+		c.ScanPlanning.Disabled = b
+	}
+	for name, dst := range map[string]*int{"FLOE_SCAN_PLANNING_PAGE_SIZE": &c.ScanPlanning.PageSize,
+		"FLOE_SCAN_PLANNING_CACHE_ENTRIES": &c.ScanPlanning.CacheEntries, "FLOE_HTTP_MAX_CONNS": &c.HTTP.MaxConns,
 		"FLOE_HTTP_MAX_PENDING_PER_IP": &c.HTTP.MaxPendingPerIP, "FLOE_HTTP_MAX_HEADER_BYTES": &c.HTTP.MaxHeaderBytes} {
 		if v := getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
@@ -639,6 +686,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		"FLOE_HTTP_IDLE_TIMEOUT": &c.HTTP.IdleTimeout,
 		"FLOE_AUDIT_RETENTION":   &c.AuditRetention, "FLOE_AUDIT_PRUNE_INTERVAL": &c.AuditPruneInterval,
 		"FLOE_PRODUCTS_CHECK_INTERVAL":   &c.ProductsCheckInterval,
+		"FLOE_SCAN_PLANNING_TTL":         &c.ScanPlanning.TTL,
 		"FLOE_SQL_MAX_STATEMENT_TIMEOUT": &c.SQLMaxStatementTimeout, "FLOE_SQL_STARTUP_TIMEOUT": &c.SQLStartupTimeout} {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
@@ -731,6 +779,8 @@ func (c *Config) Finish() error {
 		return c.Purge.validate()
 	case c.Sharing.validate() != nil:
 		return c.Sharing.validate()
+	case c.ScanPlanning.validate() != nil:
+		return c.ScanPlanning.validate()
 	case c.CredentialTTL < 15*time.Minute || c.CredentialTTL > 12*time.Hour:
 		return fmt.Errorf("credential_ttl %s: must be between 15m and 12h", c.CredentialTTL)
 	case c.SharingURLTTL < time.Minute || c.SharingURLTTL > time.Hour:

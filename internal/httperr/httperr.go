@@ -50,6 +50,10 @@ func StatusAndType(err error) (int, string) {
 			return http.StatusNotFound, "NoSuchViewException"
 		case "warehouse":
 			return http.StatusNotFound, "NoSuchWarehouseException"
+		case "plan-id":
+			return http.StatusNotFound, "NoSuchPlanIdException"
+		case "plan-task":
+			return http.StatusNotFound, "NoSuchPlanTaskException"
 		default:
 			return http.StatusNotFound, "NotFoundException"
 		}

@@ -48,6 +48,14 @@ func Load() (*Spec, error) {
 	for _, ref := range doc.Components.Schemas {
 		allowNull(ref, seen)
 	}
+	// PrimitiveTypeValue is a oneOf of types that overlap by design (a
+	// string is a StringTypeValue, and may also be a DecimalTypeValue or a
+	// DateTypeValue; 1 is both an integer and a long): no value passes
+	// exactly one. It means "any of them", as the reference implementations
+	// read it.
+	if pv := doc.Components.Schemas["PrimitiveTypeValue"]; pv != nil && pv.Value != nil && len(pv.Value.OneOf) > 0 {
+		pv.Value.AnyOf, pv.Value.OneOf = pv.Value.OneOf, nil
+	}
 	r, err := gorillamux.NewRouter(doc)
 	if err != nil {
 		return nil, fmt.Errorf("route spec: %w", err)

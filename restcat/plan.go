@@ -1,0 +1,660 @@
+package restcat
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/lake"
+	"github.com/floe-lake/floe/objstore"
+)
+
+// Defaults of server-side scan planning.
+const (
+	DefaultPlanPageSize     = 1000
+	DefaultPlanCacheEntries = 256
+	DefaultPlanCacheBytes   = 64 << 20
+	DefaultPlanTTL          = 15 * time.Minute
+	// maxPlanHandles and maxPlanHandleBytes bound the plan ids handed out
+	// and not yet expired (each holds its request, to plan again).
+	maxPlanHandles     = 10_000
+	maxPlanHandleBytes = 32 << 20
+)
+
+// Planning configures server-side scan planning (planTableScan,
+// fetchPlanningResult, cancelPlanning, fetchScanTasks). Plans are
+// synchronous: planTableScan answers "completed" with the first page of
+// file scan tasks and one plan task per further page.
+type Planning struct {
+	// FS reads the tables' manifest lists and manifests.
+	FS icebergio.IO
+	// PageSize is the number of file scan tasks per response (default
+	// DefaultPlanPageSize): a plan of more lists its first page and a plan
+	// task for each further page.
+	PageSize int
+	// CacheEntries and CacheBytes bound the plans kept for paging and
+	// reuse, by count and by encoded size (defaults DefaultPlanCacheEntries
+	// and DefaultPlanCacheBytes); least recently used plans go first.
+	CacheEntries int
+	CacheBytes   int64
+	// TTL is how long a plan id and its plan tasks stay valid (default
+	// DefaultPlanTTL), never longer than the credentials vended with it.
+	TTL time.Duration
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// planner holds the plan caches of a Handler.
+type planner struct {
+	cfg Planning
+	// results are encoded plans by what determines them (table, snapshot,
+	// filter, options): a plan is shared by every principal that may read
+	// the whole table, as the files it lists are the same.
+	results *boundedLRU[planKey, *planResult]
+	// handles are the plan ids handed to clients, each bound to the
+	// principal and table it was planned for. Async planning will keep a
+	// handle's status here while its result is computed.
+	handles *boundedLRU[string, planHandle]
+}
+
+func newPlanner(p Planning, vendTTL time.Duration) *planner {
+	if p.PageSize <= 0 {
+		p.PageSize = DefaultPlanPageSize
+	}
+	if p.CacheEntries <= 0 {
+		p.CacheEntries = DefaultPlanCacheEntries
+	}
+	if p.CacheBytes <= 0 {
+		p.CacheBytes = DefaultPlanCacheBytes
+	}
+	if p.TTL <= 0 {
+		p.TTL = DefaultPlanTTL
+	}
+	if vendTTL > 0 && p.TTL > vendTTL {
+		p.TTL = vendTTL
+	}
+	return &planner{cfg: p,
+		results: newBoundedLRU[planKey, *planResult](p.CacheEntries, p.CacheBytes, p.TTL, p.Now),
+		handles: newBoundedLRU[string, planHandle](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now)}
+}
+
+// planKey is what a plan's result depends on.
+type planKey struct {
+	table           string // table uuid
+	snapshot, start int64  // snapshot (end of an incremental scan); start of one, or -1
+	filter          string // canonical JSON of the parsed filter
+	caseSensitive   bool
+	snapshotSchema  bool
+	selected, stats string // comma-joined field names and ids
+	current         bool   // snapshot is the table's current one
+}
+
+// planResult is an encoded plan: its pages, each the members of a ScanTasks
+// object (without braces or plan-tasks).
+type planResult struct {
+	pages      [][]byte
+	snapshot   int64
+	dataFiles  int
+	deleteFile int
+}
+
+func (p *planResult) size() int64 {
+	n := int64(64)
+	for _, pg := range p.pages {
+		n += int64(len(pg)) + 24
+	}
+	return n
+}
+
+// planHandle is a plan id handed to a client: what it was planned for,
+// and the request with its snapshot fixed, to plan again the same files
+// when the plan has left the results cache.
+type planHandle struct {
+	key       planKey
+	principal string
+	table     string // table uuid
+	req       planRequest
+}
+
+func (hd planHandle) size() int64 {
+	n := int64(512 + len(hd.req.Filter) + len(hd.key.filter) + len(hd.key.selected) + len(hd.key.stats))
+	for _, s := range append(slices.Clone(hd.req.Select), hd.req.StatsFields...) {
+		n += int64(len(s)) + 16
+	}
+	return n
+}
+
+type planRequest struct {
+	SnapshotID        *int64          `json:"snapshot-id"`
+	Select            []string        `json:"select"`
+	Filter            json.RawMessage `json:"filter"`
+	CaseSensitive     *bool           `json:"case-sensitive"`
+	UseSnapshotSchema bool            `json:"use-snapshot-schema"`
+	StartSnapshotID   *int64          `json:"start-snapshot-id"`
+	EndSnapshotID     *int64          `json:"end-snapshot-id"`
+	StatsFields       []string        `json:"stats-fields"`
+	MinRowsRequested  *int64          `json:"min-rows-requested"`
+}
+
+// planRoutes are the scan planning operations, when planning is on.
+func (h *Handler) planRoutes(ns string) []route {
+	if h.plans == nil {
+		return nil
+	}
+	t := ns + "/tables/{table}"
+	return []route{
+		{"POST", t + "/plan", false, h.planTableScan, "planTableScan"},
+		{"GET", t + "/plan/{planid}", false, h.fetchPlanningResult, "fetchPlanningResult"},
+		{"DELETE", t + "/plan/{planid}", false, h.cancelPlanning, "cancelPlanning"},
+		{"POST", t + "/tasks", false, h.fetchScanTasks, "fetchScanTasks"},
+	}
+}
+
+// isPlanRoute reports whether an operation is one of scan planning's,
+// which foreign catalogs do not serve.
+func isPlanRoute(name string) bool {
+	switch name {
+	case "planTableScan", "fetchPlanningResult", "cancelPlanning", "fetchScanTasks":
+		return true
+	}
+	return false
+}
+
+// planReadable checks that the caller may read the table's files, as
+// loadTable's credential vending decides, and returns whether it may
+// write them. A caller whose SELECT carries a data filter is refused
+// with loadTable's reason and where to read the table instead.
+func (h *Handler) planReadable(r *http.Request, wh string, id catalog.Ident) (bool, error) {
+	write, denied := h.fileAccess(r, wh, id)
+	if denied == nil {
+		return write, nil
+	}
+	if floe.KindOf(denied) != floe.Forbidden {
+		return false, denied
+	}
+	reason := floe.PublicMessage(denied)
+	if v := h.opts.Vending; v != nil && v.SQLAddress != "" && h.filtered(r, wh, id) {
+		reason += ". Read it through Floe's SQL endpoint at " + v.SQLAddress + " (PostgreSQL wire protocol, database " +
+			strconv.Quote(wh) + ", user " + strconv.Quote(callerName(r)) + ", an access token as the password)"
+	}
+	return false, floe.Wrap(floe.Forbidden, denied, "%s", reason)
+}
+
+// planPrincipal identifies the caller a plan id is bound to.
+func planPrincipal(r *http.Request) string {
+	if c, ok := auth.ClaimsFrom(r.Context()); ok {
+		return c.PrincipalID + "/" + c.Principal
+	}
+	return ""
+}
+
+// planTableScan serves POST .../plan: it plans the scan now and answers
+// "completed" with the first page of tasks.
+func (h *Handler) planTableScan(w http.ResponseWriter, r *http.Request) error {
+	wh, id, err := h.identRequest(r, "table")
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	var req planRequest
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := decodeBytes(body, &req); err != nil {
+			return err
+		}
+	}
+	write, err := h.planReadable(r, wh, id)
+	if err != nil {
+		return err
+	}
+	st, err := h.cat.LoadTable(r.Context(), wh, id)
+	if err != nil {
+		return err
+	}
+	key, scan, err := h.scanOf(st, id, req)
+	if err != nil {
+		return err
+	}
+	res, ok := h.plans.results.Get(key)
+	if !ok {
+		if res, err = h.plan(r.Context(), st, key, scan); err != nil {
+			return err
+		}
+		h.plans.results.Add(key, res, res.size())
+	}
+	planID := newPlanID()
+	if req.SnapshotID == nil && req.EndSnapshotID == nil && key.snapshot != 0 {
+		req.SnapshotID = &key.snapshot // later pages plan the same snapshot
+	}
+	hd := planHandle{key: key, principal: planPrincipal(r), table: key.table, req: req}
+	h.plans.handles.Add(planID, hd, hd.size())
+	h.auditPlan(r, map[string]any{"plan_id": planID, "snapshot_id": res.snapshot, "data_files": res.dataFiles,
+		"delete_files": res.deleteFile, "pages": len(res.pages)})
+	return h.writeCompleted(w, r, wh, id, st, write, planID, res)
+}
+
+// scanOf validates a planning request against the table and returns its
+// cache key and the scan that plans it.
+func (h *Handler) scanOf(st *catalog.TableState, id catalog.Ident, req planRequest) (planKey, func(*table.Table) *scanPlan, error) {
+	md := st.Metadata
+	key := planKey{table: md.TableUUID().String(), start: -1, caseSensitive: req.CaseSensitive == nil || *req.CaseSensitive,
+		snapshotSchema: req.UseSnapshotSchema}
+	incremental := req.StartSnapshotID != nil || req.EndSnapshotID != nil
+	if incremental && req.SnapshotID != nil {
+		return key, nil, floe.E(floe.Invalid, "", "snapshot-id cannot be combined with start-snapshot-id or end-snapshot-id")
+	}
+	if req.StartSnapshotID != nil && req.EndSnapshotID == nil {
+		return key, nil, floe.E(floe.Invalid, "", "end-snapshot-id is required with start-snapshot-id")
+	}
+	if req.MinRowsRequested != nil && *req.MinRowsRequested < 0 {
+		return key, nil, floe.E(floe.Invalid, "", "min-rows-requested must not be negative")
+	}
+	var snap *table.Snapshot
+	switch {
+	case req.SnapshotID != nil:
+		snap = md.SnapshotByID(*req.SnapshotID)
+	case req.EndSnapshotID != nil:
+		snap = md.SnapshotByID(*req.EndSnapshotID)
+	default:
+		snap = md.CurrentSnapshot()
+	}
+	if snap == nil && (req.SnapshotID != nil || req.EndSnapshotID != nil) {
+		n := req.SnapshotID
+		if n == nil {
+			n = req.EndSnapshotID
+		}
+		return key, nil, floe.E(floe.Invalid, "", "snapshot %d does not exist in table %s", *n, id)
+	}
+	if snap != nil {
+		key.snapshot = snap.SnapshotID
+	}
+	if req.StartSnapshotID != nil {
+		if md.SnapshotByID(*req.StartSnapshotID) == nil {
+			return key, nil, floe.E(floe.Invalid, "", "snapshot %d does not exist in table %s", *req.StartSnapshotID, id)
+		}
+		if !isAncestor(md, *req.StartSnapshotID, snap) {
+			return key, nil, floe.E(floe.Invalid, "", "start-snapshot-id %d is not an ancestor of end-snapshot-id %d", *req.StartSnapshotID, snap.SnapshotID)
+		}
+		key.start = *req.StartSnapshotID
+	}
+	// A scan of another snapshot than the current one reads with that
+	// snapshot's schema (iceberg-go binds the filter to it), as the spec
+	// asks of time travel; use-snapshot-schema asks it of any scan.
+	schema := md.CurrentSchema()
+	key.current = snap == nil || (md.CurrentSnapshot() != nil && snap.SnapshotID == md.CurrentSnapshot().SnapshotID)
+	if (req.UseSnapshotSchema || !key.current) && snap != nil && snap.SchemaID != nil {
+		for _, s := range md.Schemas() {
+			if s.ID == *snap.SchemaID {
+				schema = s
+			}
+		}
+	}
+	find := schema.FindFieldByName
+	if !key.caseSensitive {
+		find = schema.FindFieldByNameCaseInsensitive
+	}
+	selected := make([]string, 0, len(req.Select))
+	for _, n := range req.Select {
+		f, ok := find(n)
+		if !ok {
+			return key, nil, floe.E(floe.Invalid, "", "select: no column %q in table %s", n, id)
+		}
+		name, _ := schema.FindColumnName(f.ID)
+		selected = append(selected, name)
+	}
+	var statsIDs []string
+	stats := map[int]bool{}
+	for _, n := range req.StatsFields {
+		f, ok := find(n)
+		if !ok {
+			return key, nil, floe.E(floe.Invalid, "", "stats-fields: no column %q in table %s", n, id)
+		}
+		stats[f.ID] = true
+		// A struct's statistics are its leaves'.
+		for _, leaf := range leafIDs(f) {
+			stats[leaf] = true
+		}
+	}
+	for k := range stats {
+		statsIDs = append(statsIDs, strconv.Itoa(k))
+	}
+	slices.Sort(statsIDs)
+	key.selected, key.stats = strings.Join(selected, ","), strings.Join(statsIDs, ",")
+	var filter iceberg.BooleanExpression = iceberg.AlwaysTrue{}
+	key.filter = "true"
+	if len(req.Filter) > 0 && !bytes.Equal(bytes.TrimSpace(req.Filter), []byte("null")) {
+		f, canon, err := parseFilter(req.Filter, schema, key.caseSensitive)
+		if err != nil {
+			return key, nil, err
+		}
+		filter, key.filter = f, canon
+	}
+	return key, func(t *table.Table) *scanPlan {
+		return &scanPlan{tbl: t, filter: filter, selected: selected, stats: stats, key: key, snapshotSchema: schema}
+	}, nil
+}
+
+// leafIDs returns the ids of the primitive fields under f (none if f is
+// primitive).
+func leafIDs(f iceberg.NestedField) []int {
+	var out []int
+	if nt, ok := f.Type.(iceberg.NestedType); ok {
+		for _, c := range nt.Fields() {
+			out = append(out, c.ID)
+			out = append(out, leafIDs(c)...)
+		}
+	}
+	return out
+}
+
+// isAncestor reports whether snapshot id is snap or one of its ancestors.
+func isAncestor(md table.Metadata, id int64, snap *table.Snapshot) bool {
+	for s := snap; s != nil; {
+		if s.SnapshotID == id {
+			return true
+		}
+		if s.ParentSnapshotID == nil {
+			return false
+		}
+		s = md.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return false
+}
+
+// scanPlan is a validated scan of one table version.
+type scanPlan struct {
+	tbl            *table.Table
+	filter         iceberg.BooleanExpression
+	selected       []string
+	stats          map[int]bool
+	key            planKey
+	snapshotSchema *iceberg.Schema
+}
+
+func (s *scanPlan) files(ctx context.Context) ([]table.FileScanTask, error) {
+	opts := []table.ScanOption{table.WithRowFilter(s.filter), table.WithCaseSensitive(s.key.caseSensitive)}
+	if len(s.selected) > 0 {
+		opts = append(opts, table.WithSelectedFields(s.selected...))
+	}
+	if s.key.start >= 0 {
+		return s.tbl.NewIncrementalAppendScan(opts...).FromSnapshotExclusive(s.key.start).ToSnapshot(s.key.snapshot).PlanFiles(ctx)
+	}
+	if s.key.snapshot == 0 && s.tbl.Metadata().CurrentSnapshot() == nil {
+		return nil, nil // an empty table
+	}
+	if !s.key.current {
+		opts = append(opts, table.WithSnapshotID(s.key.snapshot))
+	}
+	return s.tbl.Scan(opts...).PlanFiles(ctx)
+}
+
+// plan plans a scan and encodes its pages.
+func (h *Handler) plan(ctx context.Context, st *catalog.TableState, key planKey, scanOf func(*table.Table) *scanPlan) (*planResult, error) {
+	fsys := h.plans.cfg.FS
+	tbl := table.New(table.Identifier{"t"}, st.Metadata, st.Location, func(context.Context) (icebergio.IO, error) { return fsys, nil }, nil)
+	sp := scanOf(tbl)
+	tasks, err := sp.files(ctx)
+	if errors.Is(err, iceberg.ErrInvalidArgument) || errors.Is(err, iceberg.ErrInvalidSchema) {
+		return nil, floe.Wrap(floe.Invalid, err, "cannot plan the scan: %s", trimMsg(err.Error()))
+	}
+	if err != nil {
+		return nil, floe.Wrap(floe.Internal, err, "cannot plan the scan")
+	}
+	tasks = lake.WholeFiles(tasks)
+	enc := &encoder{md: st.Metadata, stats: sp.stats, specs: map[int32]*iceberg.PartitionSpec{}, partTypes: map[int32][]iceberg.Type{}}
+	res := &planResult{snapshot: key.snapshot, dataFiles: len(tasks)}
+	deletes := map[string]bool{}
+	size := h.plans.cfg.PageSize
+	for i := 0; i < len(tasks) || i == 0; i += size {
+		chunk := tasks[i:min(i+size, len(tasks))]
+		pg, err := enc.page(chunk)
+		if err != nil {
+			return nil, floe.Wrap(floe.Internal, err, "cannot encode the plan")
+		}
+		for _, d := range pg.DeleteFiles {
+			deletes[d.FilePath] = true
+		}
+		b, err := json.Marshal(pg)
+		if err != nil {
+			return nil, floe.Wrap(floe.Internal, err, "cannot encode the plan")
+		}
+		res.pages = append(res.pages, b[1:len(b)-1]) // the members, without braces
+	}
+	res.deleteFile = len(deletes)
+	return res, nil
+}
+
+// writeCompleted answers with a completed plan: its first page, the plan
+// tasks of the others, and storage credentials as loadTable vends them.
+func (h *Handler) writeCompleted(w http.ResponseWriter, r *http.Request, wh string, id catalog.Ident, st *catalog.TableState,
+	write bool, planID string, res *planResult) error {
+	var buf bytes.Buffer
+	buf.WriteString(`{"status":"completed","plan-id":`)
+	pid, _ := json.Marshal(planID)
+	buf.Write(pid)
+	if len(res.pages) > 1 {
+		toks := make([]string, 0, len(res.pages)-1)
+		for i := 1; i < len(res.pages); i++ {
+			toks = append(toks, planTaskToken(planID, i))
+		}
+		b, _ := json.Marshal(toks)
+		buf.WriteString(`,"plan-tasks":`)
+		buf.Write(b)
+	}
+	creds, err := h.planCredentials(r, id, st, write)
+	if err != nil {
+		return err
+	}
+	if creds != nil {
+		b, _ := json.Marshal(creds)
+		buf.WriteString(`,"storage-credentials":`)
+		buf.Write(b)
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	buf.WriteByte(',')
+	buf.Write(res.pages[0])
+	buf.WriteByte('}')
+	writeRaw(w, http.StatusOK, [][]byte{buf.Bytes()})
+	return nil
+}
+
+// planCredentials returns the storage credentials loadTable would vend
+// the caller for the table (the same credential, reused within its
+// window), or nil when the server vends none or the client asked for
+// remote signing (it signs with the table's loadTable configuration).
+func (h *Handler) planCredentials(r *http.Request, id catalog.Ident, st *catalog.TableState, write bool) ([]storageCredential, error) {
+	v := h.opts.Vending
+	if v == nil || delegation(r) != delegateVended {
+		return nil, nil
+	}
+	bucket, prefix, ok := objstore.LocationPrefix(st.Metadata.Location())
+	if !ok {
+		return nil, nil
+	}
+	acc, err := h.vendedAccess(r, id, bucket, prefix, write, true)
+	if err != nil {
+		return nil, err
+	}
+	return acc.StorageCredentials, nil
+}
+
+// handle returns the caller's live plan id of the request's table, or a
+// NotFound error of entity what ("plan-id" or "plan-task"): a plan id of
+// another principal or table does not exist for the caller.
+func (h *Handler) handle(r *http.Request, st *catalog.TableState, planID, what string) (planHandle, error) {
+	hd, ok := h.plans.handles.Get(planID)
+	if !ok || hd.principal != planPrincipal(r) || hd.table != st.Metadata.TableUUID().String() {
+		if what == "plan-task" {
+			return hd, floe.E(floe.NotFound, what, "plan task does not exist or has expired: plan the scan again")
+		}
+		return hd, floe.E(floe.NotFound, what, "plan %s does not exist or has expired: plan the scan again", planID)
+	}
+	return hd, nil
+}
+
+// fetchPlanningResult serves GET .../plan/{plan-id}: a completed plan
+// answers as planTableScan did.
+func (h *Handler) fetchPlanningResult(w http.ResponseWriter, r *http.Request) error {
+	wh, id, st, write, err := h.planTable(r)
+	if err != nil {
+		return err
+	}
+	planID := r.PathValue("planid")
+	hd, err := h.handle(r, st, planID, "plan-id")
+	if err != nil {
+		return err
+	}
+	res, err := h.result(r.Context(), st, id, hd, "plan-id")
+	if err != nil {
+		return err
+	}
+	return h.writeCompleted(w, r, wh, id, st, write, planID, res)
+}
+
+// cancelPlanning serves DELETE .../plan/{plan-id}: the plan id and its
+// plan tasks are forgotten.
+func (h *Handler) cancelPlanning(w http.ResponseWriter, r *http.Request) error {
+	_, _, st, _, err := h.planTable(r)
+	if err != nil {
+		return err
+	}
+	planID := r.PathValue("planid")
+	if _, err := h.handle(r, st, planID, "plan-id"); err != nil {
+		return err
+	}
+	h.plans.handles.Remove(planID)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// fetchScanTasks serves POST .../tasks: the page a plan task names.
+func (h *Handler) fetchScanTasks(w http.ResponseWriter, r *http.Request) error {
+	wh, id, err := h.identRequest(r, "table")
+	if err != nil {
+		return err
+	}
+	var req struct {
+		PlanTask string `json:"plan-task"`
+	}
+	if err := readJSON(r, &req, "plan-task"); err != nil {
+		return err
+	}
+	if _, err := h.planReadable(r, wh, id); err != nil {
+		return err
+	}
+	st, err := h.cat.LoadTable(r.Context(), wh, id)
+	if err != nil {
+		return err
+	}
+	planID, page, ok := parsePlanTaskToken(req.PlanTask)
+	if !ok {
+		return floe.E(floe.NotFound, "plan-task", "plan task does not exist: it is not one this server handed out")
+	}
+	hd, err := h.handle(r, st, planID, "plan-task")
+	if err != nil {
+		return err
+	}
+	res, err := h.result(r.Context(), st, id, hd, "plan-task")
+	if err != nil {
+		return err
+	}
+	if page < 1 || page >= len(res.pages) {
+		return floe.E(floe.NotFound, "plan-task", "plan task does not exist: it is not one this server handed out")
+	}
+	writeRaw(w, http.StatusOK, [][]byte{[]byte("{"), res.pages[page], []byte("}")})
+	return nil
+}
+
+// result returns the plan of a live handle: from the results cache, or
+// planned again (the same snapshot, filter and options give the same
+// files) when it has been evicted or was too large to keep. A plan whose
+// snapshot is gone is NotFound (entity what).
+func (h *Handler) result(ctx context.Context, st *catalog.TableState, id catalog.Ident, hd planHandle, what string) (*planResult, error) {
+	if res, ok := h.plans.results.Get(hd.key); ok {
+		return res, nil
+	}
+	key, scan, err := h.scanOf(st, id, hd.req)
+	same := key
+	same.current = hd.key.current // the snapshot may no longer be the current one: the files are the same
+	if err != nil || same != hd.key {
+		return nil, floe.E(floe.NotFound, what, "the plan's snapshot is no longer in table %s: plan the scan again", id)
+	}
+	res, err := h.plan(ctx, st, key, scan)
+	if err != nil {
+		return nil, err
+	}
+	h.plans.results.Add(hd.key, res, res.size())
+	return res, nil
+}
+
+// planTable authorizes a request on an existing plan and loads its table.
+func (h *Handler) planTable(r *http.Request) (string, catalog.Ident, *catalog.TableState, bool, error) {
+	wh, id, err := h.identRequest(r, "table")
+	if err != nil {
+		return "", id, nil, false, err
+	}
+	write, err := h.planReadable(r, wh, id)
+	if err != nil {
+		return "", id, nil, false, err
+	}
+	st, err := h.cat.LoadTable(r.Context(), wh, id)
+	if err != nil {
+		return "", id, nil, false, err
+	}
+	return wh, id, st, write, nil
+}
+
+// auditPlan adds the plan's facts to the request's audit event.
+func (h *Handler) auditPlan(r *http.Request, detail map[string]any) {
+	if c, ok := r.Context().Value(callerKey{}).(*caller); ok && c != nil {
+		c.detail = detail
+	}
+}
+
+func newPlanID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Plan tasks are "pt1:<plan id>:<page>", base64url: opaque to clients,
+// and meaningful only with the plan id's server-side handle, which binds
+// it to the principal and table it was planned for.
+func planTaskToken(planID string, page int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("pt1:" + planID + ":" + strconv.Itoa(page)))
+}
+
+func parsePlanTaskToken(tok string) (planID string, page int, ok bool) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return "", 0, false
+	}
+	rest, ok := strings.CutPrefix(string(b), "pt1:")
+	if !ok {
+		return "", 0, false
+	}
+	planID, p, ok := strings.Cut(rest, ":")
+	if !ok {
+		return "", 0, false
+	}
+	page, err = strconv.Atoi(p)
+	return planID, page, err == nil
+}
