@@ -24,6 +24,27 @@ type Products interface {
 	Drop(ctx context.Context, by products.Actor, warehouse, name string) error
 	Check(ctx context.Context, by products.Actor, warehouse, name string) (products.CheckRun, error)
 	Runs(ctx context.Context, sub authz.Subject, warehouse, name string, limit int) ([]products.CheckRun, error)
+	Grant(ctx context.Context, by products.Actor, warehouse, name string, grantee authz.Grantee, priv authz.Privilege) (authz.Grant, error)
+	Revoke(ctx context.Context, by products.Actor, warehouse, name string, grantee authz.Grantee, priv authz.Privilege) error
+	Grants(ctx context.Context, sub authz.Subject, warehouse, name string) ([]authz.Grant, error)
+}
+
+// Audit actions of grants on data products.
+const (
+	ActionProductGrant  = "product.grant"
+	ActionProductRevoke = "product.revoke"
+)
+
+// ProductGrantRequest is the body of POST /products/{name}/grants and
+// POST /products/{name}/grants/revoke.
+type ProductGrantRequest struct {
+	Grantee   *Grantee `json:"grantee"`
+	Privilege string   `json:"privilege"`
+}
+
+// GrantList is the answer of GET /products/{name}/grants.
+type GrantList struct {
+	Grants []Grant `json:"grants"`
 }
 
 // ProductList is the answer of GET /products and GET /products/{name}/versions.
@@ -58,6 +79,9 @@ func (h *Handler) productRoutes() []route {
 		{"POST", p + "/{name}/checks", products.ActionCheck, h.withProducts(h.checkProduct)},
 		{"GET", p + "/{name}/checks", "", h.withProducts(h.productChecks)},
 		{"GET", p + "/{name}/metrics/{metric}", "", h.withProducts(h.metricQuery)},
+		{"GET", p + "/{name}/grants", "", h.withProducts(h.productGrants)},
+		{"POST", p + "/{name}/grants", ActionProductGrant, h.withProducts(h.grantProduct)},
+		{"POST", p + "/{name}/grants/revoke", ActionProductRevoke, h.withProducts(h.revokeProduct)},
 	}
 }
 
@@ -223,4 +247,71 @@ func (h *Handler) metricQuery(c *call, s Products) error {
 		return err
 	}
 	return reply(c, http.StatusOK, MetricQuery{Product: p.Name, MetricRequest: req, SQL: sql})
+}
+
+// productGrant decodes a product grant body.
+func productGrant(c *call) (authz.Grantee, authz.Privilege, error) {
+	var req ProductGrantRequest
+	if err := decode(c, &req); err != nil {
+		return authz.Grantee{}, 0, err
+	}
+	if req.Grantee == nil {
+		return authz.Grantee{}, 0, missing("grantee")
+	}
+	if req.Privilege == "" {
+		return authz.Grantee{}, 0, missing("privilege")
+	}
+	kind, err := authz.ParseGranteeKind(req.Grantee.Kind)
+	if err != nil {
+		return authz.Grantee{}, 0, err
+	}
+	priv, err := authz.ParsePrivilege(req.Privilege)
+	if err != nil {
+		return authz.Grantee{}, 0, err
+	}
+	g := authz.Grantee{Kind: kind, Name: req.Grantee.Name}
+	c.note("grantee", g.String(), "privilege", priv.String())
+	return g, priv, nil
+}
+
+func (h *Handler) grantProduct(c *call, s Products) error {
+	wh, name := h.productWarehouse(c), c.r.PathValue("name")
+	c.resource = "product:" + wh + "." + name
+	c.note("product", name, "warehouse", wh)
+	grantee, priv, err := productGrant(c)
+	if err != nil {
+		return err
+	}
+	g, err := s.Grant(c.ctx, c.actor(), wh, name, grantee, priv)
+	if err != nil {
+		return err
+	}
+	c.note("grant_id", g.ID, "tag_expression", g.TagExpr)
+	return reply(c, http.StatusCreated, grantJSON(&g))
+}
+
+func (h *Handler) revokeProduct(c *call, s Products) error {
+	wh, name := h.productWarehouse(c), c.r.PathValue("name")
+	c.resource = "product:" + wh + "." + name
+	c.note("product", name, "warehouse", wh)
+	grantee, priv, err := productGrant(c)
+	if err != nil {
+		return err
+	}
+	if err := s.Revoke(c.ctx, c.actor(), wh, name, grantee, priv); err != nil {
+		return err
+	}
+	return noContent(c)
+}
+
+func (h *Handler) productGrants(c *call, s Products) error {
+	gs, err := s.Grants(c.ctx, c.sub, h.productWarehouse(c), c.r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	out := GrantList{Grants: []Grant{}}
+	for i := range gs {
+		out.Grants = append(out.Grants, grantJSON(&gs[i]))
+	}
+	return reply(c, http.StatusOK, out)
 }

@@ -171,6 +171,39 @@ func TestProducts(t *testing.T) {
 	wantErrorHas(t, e.do(t, e.admin, "GET", "/api/v1/products/sales_pipeline/metrics/open_value?dimension="+url.QueryEscape(`email`), nil),
 		400, "BadRequestException", `cannot be grouped by "email"`)
 
+	// Grants on the product: SELECT on its outputs through its tag, which
+	// no one else may set.
+	wantErrorHas(t, e.do(t, e.admin, "PUT", "/api/v1/tags", map[string]any{"target": map[string]any{"on": tableOn("crm", "opps")},
+		"tags": map[string]string{"floe.product.other": "output"}}), 400, "BadRequestException", `tag key "floe.product.other" is reserved`)
+	count := func(tok string) int {
+		return e.do(t, tok, "POST", "/api/v1/query", map[string]any{"sql": "SELECT count(*) FROM crm.opps"}).Status
+	}
+	if st := count(bob); st != 403 {
+		t.Fatalf("bob reads before the grant: %d", st)
+	}
+	bobSelect := map[string]any{"grantee": map[string]any{"kind": "principal", "name": "bob"}, "privilege": "SELECT"}
+	wantErrorHas(t, e.do(t, bob, "POST", "/api/v1/products/sales_pipeline/grants", bobSelect), 403, "ForbiddenException", "lacks MANAGE_GRANTS")
+	wantErrorHas(t, e.do(t, e.admin, "POST", "/api/v1/products/sales_pipeline/grants",
+		map[string]any{"grantee": map[string]any{"kind": "principal", "name": "bob"}, "privilege": "MODIFY"}), 400, "BadRequestException", "DESCRIBE or SELECT")
+	var g mgmtapi.Grant
+	e.ok(t, 201, "POST", "/api/v1/products/sales_pipeline/grants", bobSelect).JSON(t, &g)
+	if g.TagExpression != "floe.product.sales_pipeline = output" || g.Privilege != "SELECT" {
+		t.Errorf("grant %+v", g)
+	}
+	if st := count(bob); st != 200 {
+		t.Errorf("bob reads through the product grant: %d", st)
+	}
+	var gl mgmtapi.GrantList
+	e.ok(t, 200, "GET", "/api/v1/products/sales_pipeline/grants", nil).JSON(t, &gl)
+	if len(gl.Grants) != 1 || gl.Grants[0].ID != g.ID {
+		t.Errorf("grants %+v", gl)
+	}
+	e.ok(t, 204, "POST", "/api/v1/products/sales_pipeline/grants/revoke", bobSelect)
+	if st := count(bob); st != 403 {
+		t.Errorf("bob reads after the revoke: %d", st)
+	}
+	e.ok(t, 201, "POST", "/api/v1/products/sales_pipeline/grants", bobSelect)
+
 	// Drop: bob may not; the context leaves the table.
 	wantErrorHas(t, e.do(t, bob, "DELETE", "/api/v1/products/sales_pipeline", nil), 403, "ForbiddenException", "lacks ALTER")
 	e.ok(t, 204, "DELETE", "/api/v1/products/sales_pipeline", nil)
@@ -182,19 +215,23 @@ func TestProducts(t *testing.T) {
 		}
 	}
 	wantError(t, e.do(t, e.admin, "GET", "/api/v1/products/sales_pipeline", nil), 404, "NotFoundException", "")
+	if st := count(bob); st != 403 {
+		t.Errorf("bob reads after the product was dropped: %d", st)
+	}
 
 	recs, err := f.App.Store().AuditQuery(t.Context(), audit.Query{Action: "product.*", Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := map[string]int{}
+	actions := map[string]int{}
 	for _, rec := range recs {
-		count[rec.Action+" "+rec.Principal+" "+rec.Outcome]++
+		actions[rec.Action+" "+rec.Principal+" "+rec.Outcome]++
 	}
 	for k, n := range map[string]int{"product.publish admin success": 2, "product.publish bob denied": 1, "product.check admin success": 1, "product.check admin failure": 1,
-		"product.check bob failure": 1, "product.drop admin success": 1, "product.drop bob denied": 1} {
-		if count[k] != n {
-			t.Errorf("audit %q: %d, want %d (all %v)", k, count[k], n, count)
+		"product.check bob failure": 1, "product.drop admin success": 1, "product.drop bob denied": 1,
+		"product.grant admin success": 2, "product.grant bob denied": 1, "product.grant admin failure": 1, "product.revoke admin success": 1} {
+		if actions[k] != n {
+			t.Errorf("audit %q: %d, want %d (all %v)", k, actions[k], n, actions)
 		}
 	}
 }

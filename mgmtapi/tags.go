@@ -1,10 +1,26 @@
 package mgmtapi
 
 import (
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 
+	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/authz"
+	"github.com/floe-lake/floe/products"
 )
+
+// reservedTags refuses tag keys reserved to data products: a product keeps
+// its tag on exactly its outputs, and grants on the product follow it.
+func reservedTags(keys []string) error {
+	for _, k := range keys {
+		if strings.HasPrefix(k, products.TagPrefix) {
+			return floe.E(floe.Invalid, "tag", "tag key %q is reserved: keys beginning with %q are kept by data products on their outputs (grant on the product, or publish it with this output)", k, products.TagPrefix)
+		}
+	}
+	return nil
+}
 
 // Tags is the answer of the tag endpoints: the tags set on a target itself
 // and its effective tags (inherited from the warehouse, namespaces and
@@ -86,6 +102,9 @@ func (h *Handler) setTags(c *call) error {
 		return missing("tags")
 	}
 	c.note("tags", req.Tags)
+	if err := reservedTags(slices.Collect(maps.Keys(req.Tags))); err != nil {
+		return err
+	}
 	t, err := h.tagTarget(c, req.Target)
 	if err != nil {
 		return err
@@ -105,6 +124,9 @@ func (h *Handler) deleteTags(c *call) error {
 		return missing("keys")
 	}
 	c.note("keys", req.Keys)
+	if err := reservedTags(req.Keys); err != nil {
+		return err
+	}
 	t, err := h.tagTarget(c, req.Target)
 	if err != nil {
 		return err

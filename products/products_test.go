@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -247,9 +248,10 @@ func (f *fakeQuerier) QueryAs(_ context.Context, as authz.Subject, sql string, m
 
 // fakeOutputs has tables with columns, and records annotations.
 type fakeOutputs struct {
-	at    time.Time
-	cols  map[string][]string // by table name
-	notes map[string]Annotation
+	nsProps map[string]map[string]string
+	at      time.Time
+	cols    map[string][]string // by table name
+	notes   map[string]Annotation
 }
 
 func (f *fakeOutputs) Columns(_ context.Context, _ string, p Port) ([]string, error) {
@@ -258,6 +260,22 @@ func (f *fakeOutputs) Columns(_ context.Context, _ string, p Port) ([]string, er
 		return nil, floe.E(floe.NotFound, "table", "table %s does not exist", p.Table)
 	}
 	return c, nil
+}
+
+func (f *fakeOutputs) AnnotateNamespace(_ context.Context, _ string, ns catalog.Namespace, set map[string]string, remove []string) error {
+	if f.nsProps == nil {
+		f.nsProps = map[string]map[string]string{}
+	}
+	p := f.nsProps[ns.String()]
+	if p == nil {
+		p = map[string]string{}
+		f.nsProps[ns.String()] = p
+	}
+	maps.Copy(p, set)
+	for _, k := range remove {
+		delete(p, k)
+	}
+	return nil
 }
 
 func (f *fakeOutputs) CommittedAt(context.Context, string, Port) (time.Time, error) { return f.at, nil }
@@ -270,14 +288,75 @@ func (f *fakeOutputs) Annotate(_ context.Context, _ string, p Port, a Annotation
 	return nil
 }
 
-// fakeAuthz grants privileges by principal and table name.
-type fakeAuthz map[string][]string // "principal" -> "PRIV table"
+// fakeAuthz grants privileges by principal and table name, and keeps tags
+// and grants.
+type fakeAuthz struct {
+	privs  map[string][]string          // "principal" -> "PRIV table"
+	tags   map[string]map[string]string // table -> tags
+	grants map[string]authz.Grant       // by grantee and privilege
+}
 
-func (f fakeAuthz) Check(_ context.Context, sub authz.Subject, priv authz.Privilege, s authz.Securable) error {
+func newAuthz(privs map[string][]string) *fakeAuthz {
+	return &fakeAuthz{privs: privs, tags: map[string]map[string]string{}, grants: map[string]authz.Grant{}}
+}
+
+func (f *fakeAuthz) SetTags(_ context.Context, t authz.TagTarget, tags map[string]string) error {
+	if f.tags[t.On.Name] == nil {
+		f.tags[t.On.Name] = map[string]string{}
+	}
+	maps.Copy(f.tags[t.On.Name], tags)
+	return nil
+}
+
+func (f *fakeAuthz) DeleteTags(_ context.Context, t authz.TagTarget, keys ...string) error {
+	for _, k := range keys {
+		delete(f.tags[t.On.Name], k)
+	}
+	return nil
+}
+
+func grantKey(g authz.Grant) string {
+	return g.Grantee.String() + " " + g.Privilege.String() + " " + g.TagExpr
+}
+
+func (f *fakeAuthz) Grant(_ context.Context, g authz.Grant) (authz.Grant, error) {
+	e, err := authz.ParseExpr(g.TagExpr)
+	if err != nil {
+		return g, err
+	}
+	g.TagExpr, g.ID = e.String(), grantKey(g)
+	f.grants[g.ID] = g
+	return g, nil
+}
+
+func (f *fakeAuthz) Revoke(_ context.Context, g authz.Grant) error {
+	e, err := authz.ParseExpr(g.TagExpr)
+	if err != nil {
+		return err
+	}
+	g.TagExpr = e.String()
+	if _, ok := f.grants[grantKey(g)]; !ok {
+		return floe.E(floe.NotFound, "grant", "no such grant")
+	}
+	delete(f.grants, grantKey(g))
+	return nil
+}
+
+func (f *fakeAuthz) ListGrants(_ context.Context, keep func(*authz.Grant) bool) ([]authz.Grant, error) {
+	var out []authz.Grant
+	for _, g := range f.grants {
+		if keep(&g) {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeAuthz) Check(_ context.Context, sub authz.Subject, priv authz.Privilege, s authz.Securable) error {
 	if sub.Admin {
 		return nil
 	}
-	for _, g := range f[sub.Principal] {
+	for _, g := range f.privs[sub.Principal] {
 		if g == priv.String()+" "+s.Name {
 			return nil
 		}
@@ -287,7 +366,7 @@ func (f fakeAuthz) Check(_ context.Context, sub authz.Subject, priv authz.Privil
 
 func str(s string) *string { return &s }
 
-func newTestService(now time.Time, q Querier, outs *fakeOutputs, az fakeAuthz) (*Service, *memStore) {
+func newTestService(now time.Time, q Querier, outs *fakeOutputs, az *fakeAuthz) (*Service, *memStore) {
 	st := &memStore{vers: map[string][]Product{}}
 	return New(Options{Store: st, Querier: q, Outputs: outs, Authz: az, Now: func() time.Time { return now },
 		Subject: func(_ context.Context, name string) (authz.Subject, error) {
@@ -314,7 +393,7 @@ func TestCheck(t *testing.T) {
 		{`FROM "floe"."crm".`, one("42")},
 	}}
 	owner := authz.Subject{Principal: "alice"}
-	svc, st := newTestService(now, q, crmOutputs(now), fakeAuthz{"alice": {"ALTER opportunities", "ALTER pipeline_by_account"}, "bi": {"DESCRIBE opportunities"}})
+	svc, st := newTestService(now, q, crmOutputs(now), newAuthz(map[string][]string{"alice": {"ALTER opportunities", "ALTER pipeline_by_account"}, "bi": {"DESCRIBE opportunities"}}))
 	by := Actor{Subject: owner, RequestID: "r1"}
 	p, err := svc.Publish(t.Context(), by, pipeline(), 0)
 	if err != nil || p.Version != 1 || p.UpdatedBy != "alice" {
@@ -350,7 +429,7 @@ func TestCheck(t *testing.T) {
 	// Stale data, a refused query: fail and error, never a pass.
 	outs := crmOutputs(now)
 	outs.at = now.Add(-48 * time.Hour)
-	svc2 := New(Options{Store: st, Querier: &fakeQuerier{}, Outputs: outs, Authz: fakeAuthz{}, Now: func() time.Time { return now }})
+	svc2 := New(Options{Store: st, Querier: &fakeQuerier{}, Outputs: outs, Authz: newAuthz(nil), Now: func() time.Time { return now }})
 	run, err = svc2.Check(t.Context(), Actor{Subject: authz.Subject{Principal: "root", Admin: true}}, "floe", "sales_pipeline")
 	if err != nil {
 		t.Fatal(err)
@@ -378,8 +457,8 @@ func TestCheck(t *testing.T) {
 func TestGovernance(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	outs := crmOutputs(now)
-	az := fakeAuthz{"alice": {"ALTER opportunities", "ALTER pipeline_by_account", "DESCRIBE opportunities"},
-		"half": {"ALTER opportunities"}, "bi": {"DESCRIBE pipeline_by_account"}, "viewer": {"DESCRIBE opportunities"}, "nobody": nil}
+	az := newAuthz(map[string][]string{"alice": {"ALTER opportunities", "ALTER pipeline_by_account", "DESCRIBE opportunities", "MANAGE_GRANTS opportunities", "MANAGE_GRANTS pipeline_by_account"},
+		"half": {"ALTER opportunities"}, "bi": {"DESCRIBE pipeline_by_account"}, "viewer": {"DESCRIBE opportunities"}, "nobody": nil})
 	svc, st := newTestService(now, &fakeQuerier{}, outs, az)
 	alice, half, bi, nobody := Actor{Subject: authz.Subject{Principal: "alice"}}, Actor{Subject: authz.Subject{Principal: "half"}},
 		authz.Subject{Principal: "bi"}, authz.Subject{Principal: "nobody"}
@@ -394,7 +473,7 @@ func TestGovernance(t *testing.T) {
 	}
 	missing := pipeline()
 	missing.Outputs[1].Table = "nope"
-	az["alice"] = append(az["alice"], "ALTER nope")
+	az.privs["alice"] = append(az.privs["alice"], "ALTER nope")
 	if _, err := svc.Publish(t.Context(), alice, missing, 0); floe.KindOf(err) != floe.NotFound {
 		t.Fatalf("missing output: %v", err)
 	}
@@ -429,6 +508,31 @@ func TestGovernance(t *testing.T) {
 		t.Errorf("nobody checks: %v", err)
 	}
 
+	// The product's tag is on its outputs, its summary on their namespace.
+	key := TagKey("sales_pipeline")
+	if az.tags["opportunities"][key] != TagValue || az.tags["pipeline_by_account"][key] != TagValue {
+		t.Errorf("tags %v", az.tags)
+	}
+	if d := outs.nsProps["crm"][NamespaceKey("sales_pipeline")]; !strings.HasPrefix(d, "Open pipeline by account (version 1, owner sales_ops") {
+		t.Errorf("namespace property %q", d)
+	}
+
+	// Grants on the product: DESCRIBE or SELECT, by MANAGE_GRANTS on every output.
+	analysts := authz.Grantee{Kind: authz.GranteeRole, Name: "analysts"}
+	g, err := svc.Grant(t.Context(), alice, "floe", "sales_pipeline", analysts, authz.Select)
+	if err != nil || g.TagExpr != "floe.product.sales_pipeline = output" || g.On.Kind != authz.KindWarehouse || g.On.Warehouse != "floe" {
+		t.Fatalf("grant: %+v %v", g, err)
+	}
+	if _, err := svc.Grant(t.Context(), alice, "floe", "sales_pipeline", analysts, authz.Modify); floe.KindOf(err) != floe.Invalid {
+		t.Errorf("grant MODIFY: %v", err)
+	}
+	if _, err := svc.Grant(t.Context(), Actor{Subject: authz.Subject{Principal: "viewer"}}, "floe", "sales_pipeline", analysts, authz.Select); floe.KindOf(err) != floe.Forbidden {
+		t.Errorf("grant without MANAGE_GRANTS: %v", err)
+	}
+	if gs, err := svc.Grants(t.Context(), bi, "floe", "sales_pipeline"); err != nil || len(gs) != 1 {
+		t.Errorf("grants: %+v %v", gs, err)
+	}
+
 	// A new version that drops an output takes the context out of it.
 	v2 := pipeline()
 	v2.Outputs = v2.Outputs[1:]
@@ -445,6 +549,9 @@ func TestGovernance(t *testing.T) {
 	if n := outs.notes["opportunities"]; n.Set[PropVersion] != "2" || !slices.Contains(n.Remove, PropDescription) {
 		t.Errorf("v2 annotation %+v", n)
 	}
+	if len(az.tags["pipeline_by_account"]) != 0 || az.tags["opportunities"][key] != TagValue {
+		t.Errorf("v2 tags %v", az.tags)
+	}
 	if err := svc.Drop(t.Context(), Actor{Subject: authz.Subject{Principal: "viewer"}}, "floe", "sales_pipeline"); floe.KindOf(err) != floe.Forbidden {
 		t.Errorf("drop without ALTER: %v", err)
 	}
@@ -456,6 +563,12 @@ func TestGovernance(t *testing.T) {
 	}
 	if n := outs.notes["opportunities"]; len(n.Set) != 0 {
 		t.Errorf("dropped product's context stays: %+v", n)
+	}
+	if len(az.tags["opportunities"]) != 0 || len(az.tags["pipeline_by_account"]) != 0 || len(az.grants) != 0 {
+		t.Errorf("dropped product's tags %v or grants %v stay", az.tags, az.grants)
+	}
+	if _, ok := outs.nsProps["crm"][NamespaceKey("sales_pipeline")]; ok {
+		t.Errorf("dropped product stays in the namespace's properties")
 	}
 }
 
@@ -493,7 +606,7 @@ func TestSchedule(t *testing.T) {
 	q := &fakeQuerier{answers: []answer{{"count", [][]*string{{str("0")}}}}}
 	outs := crmOutputs(now)
 	st := &memStore{vers: map[string][]Product{}}
-	svc := New(Options{Store: st, Querier: q, Outputs: outs, Authz: fakeAuthz{"alice": {"ALTER opportunities"}}, Now: func() time.Time { return clock },
+	svc := New(Options{Store: st, Querier: q, Outputs: outs, Authz: newAuthz(map[string][]string{"alice": {"ALTER opportunities"}}), Now: func() time.Time { return clock },
 		Subject: func(_ context.Context, name string) (authz.Subject, error) {
 			if name == "gone" {
 				return authz.Subject{}, errors.New("principal is disabled")

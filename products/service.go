@@ -14,6 +14,7 @@ import (
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/authz"
+	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/maint"
 )
 
@@ -94,10 +95,16 @@ type Querier interface {
 	QueryAs(ctx context.Context, sub authz.Subject, sql string, maxRows int) (rows [][]*string, more bool, err error)
 }
 
-// Checker decides privileges (*authz.Authorizer); its errors name the
-// privilege missing.
-type Checker interface {
+// Authz decides privileges, and keeps the tags and grants a product puts
+// on its outputs (*authz.Authorizer). Check's errors name the privilege
+// missing.
+type Authz interface {
 	Check(ctx context.Context, sub authz.Subject, priv authz.Privilege, s authz.Securable) error
+	SetTags(ctx context.Context, t authz.TagTarget, tags map[string]string) error
+	DeleteTags(ctx context.Context, t authz.TagTarget, keys ...string) error
+	Grant(ctx context.Context, g authz.Grant) (authz.Grant, error)
+	Revoke(ctx context.Context, g authz.Grant) error
+	ListGrants(ctx context.Context, keep func(*authz.Grant) bool) ([]authz.Grant, error)
 }
 
 // Annotation is the business context a product writes into an output:
@@ -118,6 +125,8 @@ type Outputs interface {
 	CommittedAt(ctx context.Context, warehouse string, port Port) (time.Time, error)
 	// Annotate writes a into the output's properties and column docs.
 	Annotate(ctx context.Context, warehouse string, port Port, a Annotation) error
+	// AnnotateNamespace sets and removes properties of a namespace.
+	AnnotateNamespace(ctx context.Context, warehouse string, ns catalog.Namespace, set map[string]string, remove []string) error
 }
 
 // Options configure a Service.
@@ -125,7 +134,7 @@ type Options struct {
 	Store   Store
 	Querier Querier
 	Outputs Outputs
-	Authz   Checker
+	Authz   Authz
 	// Subject resolves a principal's name to the subject whose rights
 	// scheduled checks use (the product's publisher).
 	Subject func(ctx context.Context, name string) (authz.Subject, error)
@@ -236,13 +245,23 @@ func (s *Service) publish(ctx context.Context, by Actor, p Product, prev int) (P
 		if err := s.o.Outputs.Annotate(ctx, p.Warehouse, o, p.annotation(o)); err != nil {
 			errs = append(errs, fmt.Errorf("output %s: %w", o.Name, err))
 		}
+		if err := s.o.Authz.SetTags(ctx, authz.TagTarget{On: p.Securable(o)}, map[string]string{TagKey(p.Name): TagValue}); err != nil {
+			errs = append(errs, fmt.Errorf("output %s: tag: %w", o.Name, err))
+		}
+	}
+	for _, ns := range p.namespaces() {
+		set := map[string]string{NamespaceKey(p.Name): p.summary()}
+		if err := s.o.Outputs.AnnotateNamespace(ctx, p.Warehouse, ns, set, nil); err != nil {
+			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
+		}
 	}
 	if old != nil {
 		for _, o := range old.Outputs {
-			if _, still := p.Port(o.Name); !still || !sameOutput(p, o) {
+			if !sameOutput(p, o) {
 				s.unannotate(ctx, old, o)
 			}
 		}
+		s.unannotateNamespaces(ctx, old, &p)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return p, floe.Wrap(floe.Unavailable, err, "product %s version %d is published, but its context could not be written into every output (publish it again to retry): %v", p.Name, p.Version, err)
@@ -260,11 +279,79 @@ func sameOutput(p Product, o Port) bool {
 	return false
 }
 
+// unannotate takes p's context and tag out of o, a former output.
 func (s *Service) unannotate(ctx context.Context, p *Product, o Port) {
 	a := Annotation{Remove: contextKeys}
 	if err := s.o.Outputs.Annotate(ctx, p.Warehouse, o, a); err != nil && floe.KindOf(err) != floe.NotFound {
 		s.o.Log.WarnContext(ctx, "products: could not remove a product's context from a former output", "product", p.Name, "output", o.Ident().String(), "err", err)
 	}
+	if err := s.o.Authz.DeleteTags(ctx, authz.TagTarget{On: p.Securable(o)}, TagKey(p.Name)); err != nil && floe.KindOf(err) != floe.NotFound {
+		s.o.Log.WarnContext(ctx, "products: could not remove a product's tag from a former output", "product", p.Name, "output", o.Ident().String(), "err", err)
+	}
+}
+
+// unannotateNamespaces removes old's discovery property from the
+// namespaces next (nil: none) no longer publishes into.
+func (s *Service) unannotateNamespaces(ctx context.Context, old, next *Product) {
+	keep := map[string]bool{}
+	if next != nil {
+		for _, ns := range next.namespaces() {
+			keep[ns.Key()] = true
+		}
+	}
+	for _, ns := range old.namespaces() {
+		if keep[ns.Key()] {
+			continue
+		}
+		if err := s.o.Outputs.AnnotateNamespace(ctx, old.Warehouse, ns, nil, []string{NamespaceKey(old.Name)}); err != nil && floe.KindOf(err) != floe.NotFound {
+			s.o.Log.WarnContext(ctx, "products: could not remove a product from a namespace's properties", "product", old.Name, "namespace", ns.String(), "err", err)
+		}
+	}
+}
+
+// TagValue is the value of a product's tag on its outputs.
+const TagValue = "output"
+
+// TagKey is the tag a product puts on each of its outputs (value
+// TagValue); grants on the product are tag grants on it. Tag keys under
+// "floe.product." are reserved to products.
+func TagKey(product string) string { return TagPrefix + product }
+
+// TagPrefix begins every product's tag key.
+const TagPrefix = "floe.product."
+
+// GrantExpr is the tag expression of the grants on a product: its outputs.
+func GrantExpr(product string) string { return TagKey(product) + " = " + TagValue }
+
+// NamespaceKey is the namespace property that makes a product
+// discoverable through the REST catalog: set on every namespace holding
+// one of its outputs, to the product's summary.
+func NamespaceKey(product string) string { return "floe.products." + product }
+
+// namespaces are the distinct namespaces of p's outputs, in order.
+func (p *Product) namespaces() []catalog.Namespace {
+	var out []catalog.Namespace
+	seen := map[string]bool{}
+	for _, o := range p.Outputs {
+		if k := o.Namespace.Key(); !seen[k] {
+			seen[k] = true
+			out = append(out, o.Namespace)
+		}
+	}
+	return out
+}
+
+// summary is what a namespace's discovery property says of p.
+func (p *Product) summary() string {
+	names := make([]string, len(p.Outputs))
+	for i, o := range p.Outputs {
+		names[i] = o.Namespace.String() + "." + o.Table
+	}
+	s := fmt.Sprintf("version %d, owner %s, outputs %s", p.Version, p.Owner, strings.Join(names, ", "))
+	if p.Description != "" {
+		s = p.Description + " (" + s + ")"
+	}
+	return s
 }
 
 // Properties a product writes into its outputs.
@@ -398,6 +485,16 @@ func (s *Service) Drop(ctx context.Context, by Actor, warehouse, name string) er
 	}
 	for _, o := range p.Outputs {
 		s.unannotate(ctx, &p, o)
+	}
+	s.unannotateNamespaces(ctx, &p, nil)
+	grants, err := s.grants(ctx, warehouse, name)
+	if err != nil {
+		return err
+	}
+	for _, g := range grants {
+		if err := s.o.Authz.Revoke(ctx, g); err != nil && floe.KindOf(err) != floe.NotFound {
+			return fmt.Errorf("drop product %s: revoke %s: %w", name, g.ID, err)
+		}
 	}
 	return nil
 }
@@ -696,4 +793,67 @@ func (s *Service) Schedule(ctx context.Context, leases Leases, node string, inte
 			s.o.Log.WarnContext(ctx, "products: scheduled checks failed; retrying next interval", "err", err)
 		}
 	}
+}
+
+// Grantable are the privileges a product may be granted with.
+var Grantable = []authz.Privilege{authz.Describe, authz.Select}
+
+// grants are the tag grants on product name.
+func (s *Service) grants(ctx context.Context, warehouse, name string) ([]authz.Grant, error) {
+	expr, err := authz.ParseExpr(GrantExpr(name))
+	if err != nil {
+		return nil, err
+	}
+	return s.o.Authz.ListGrants(ctx, func(g *authz.Grant) bool {
+		return g.TagExpr == expr.String() && g.On.Warehouse == warehouse
+	})
+}
+
+// requireManageGrants checks MANAGE_GRANTS on every output of p.
+func (s *Service) requireManageGrants(ctx context.Context, sub authz.Subject, p *Product) error {
+	for _, o := range p.Outputs {
+		if err := s.o.Authz.Check(ctx, sub, authz.ManageGrants, p.Securable(o)); err != nil {
+			return fmt.Errorf("product %s: output %s: %w", p.Name, o.Name, err)
+		}
+	}
+	return nil
+}
+
+// Grant gives grantee a privilege (DESCRIBE or SELECT) on every output of
+// a product, including outputs a later version adds, and none it removes:
+// a tag grant on the product's tag (TagKey), which the product keeps on
+// exactly its outputs. The caller needs MANAGE_GRANTS on every output.
+func (s *Service) Grant(ctx context.Context, by Actor, warehouse, name string, grantee authz.Grantee, priv authz.Privilege) (authz.Grant, error) {
+	p, err := s.Get(ctx, by.Subject, warehouse, name, 0)
+	if err != nil {
+		return authz.Grant{}, err
+	}
+	if !slices.Contains(Grantable, priv) {
+		return authz.Grant{}, invalid("a data product is granted DESCRIBE or SELECT, not %s (grant other privileges on its outputs)", priv)
+	}
+	if err := s.requireManageGrants(ctx, by.Subject, &p); err != nil {
+		return authz.Grant{}, err
+	}
+	return s.o.Authz.Grant(ctx, authz.Grant{Grantee: grantee, Privilege: priv, On: authz.Warehouse(warehouse),
+		TagExpr: GrantExpr(name), CreatedBy: by.Subject.Principal})
+}
+
+// Revoke takes back a grant made with Grant.
+func (s *Service) Revoke(ctx context.Context, by Actor, warehouse, name string, grantee authz.Grantee, priv authz.Privilege) error {
+	p, err := s.Get(ctx, by.Subject, warehouse, name, 0)
+	if err != nil {
+		return err
+	}
+	if err := s.requireManageGrants(ctx, by.Subject, &p); err != nil {
+		return err
+	}
+	return s.o.Authz.Revoke(ctx, authz.Grant{Grantee: grantee, Privilege: priv, On: authz.Warehouse(warehouse), TagExpr: GrantExpr(name)})
+}
+
+// Grants lists the grants on a product.
+func (s *Service) Grants(ctx context.Context, sub authz.Subject, warehouse, name string) ([]authz.Grant, error) {
+	if _, err := s.Get(ctx, sub, warehouse, name, 0); err != nil {
+		return nil, err
+	}
+	return s.grants(ctx, warehouse, name)
 }

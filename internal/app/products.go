@@ -112,6 +112,16 @@ func (o productOutputs) Annotate(ctx context.Context, wh string, p products.Port
 	return err
 }
 
+// AnnotateNamespace sets and removes properties of a namespace (a
+// product's discovery property), leaving the others alone.
+func (o productOutputs) AnnotateNamespace(ctx context.Context, wh string, ns catalog.Namespace, set map[string]string, remove []string) error {
+	if len(set) == 0 && len(remove) == 0 {
+		return nil
+	}
+	_, err := o.cat.UpdateNamespaceProperties(ctx, wh, ns, remove, set)
+	return err
+}
+
 // propertyChanges is what must change for props to carry a: the keys to
 // set to a new value and the keys present to remove.
 func propertyChanges(props map[string]string, a products.Annotation) (map[string]string, []string) {

@@ -293,7 +293,54 @@ print the newest stored runs instead (scheduled and on demand).`,
 		fmt.Fprintf(stdout, "dropped data product %q\n", args[0])
 		return nil
 	}
-	cmd.AddCommand(create, list, show, check, metrics, drop)
+	grantCmd := func(use, short string, revoke bool) *cobra.Command {
+		gc := &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(5),
+			Example: "  floe product " + strings.Fields(use)[0] + " sales_pipeline SELECT TO role analysts"}
+		gcl := bindAPIClient(gc.Flags(), getenv, DefaultURL, connHelp)
+		gwh := gc.Flags().String("warehouse", "", "warehouse (default the server's)")
+		gc.RunE = func(c *cobra.Command, args []string) error {
+			if w := strings.ToUpper(args[2]); w != "TO" && (!revoke || w != "FROM") {
+				return floe.E(floe.Invalid, "grant", "expected %s, got %q", map[bool]string{false: "TO", true: "TO or FROM"}[revoke], args[2])
+			}
+			req := mgmtapi.ProductGrantRequest{Grantee: &mgmtapi.Grantee{Kind: strings.ToLower(args[3]), Name: args[4]}, Privilege: strings.ToUpper(args[1])}
+			if revoke {
+				if err := gcl.call(c.Context(), "POST", withWarehouse(productPath(args[0], "grants", "revoke"), *gwh, nil), req, nil); err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "revoked %s on data product %q from %s %s\n", req.Privilege, args[0], req.Grantee.Kind, req.Grantee.Name)
+				return nil
+			}
+			var g mgmtapi.Grant
+			if err := gcl.call(c.Context(), "POST", withWarehouse(productPath(args[0], "grants"), *gwh, nil), req, &g); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "granted %s on data product %q (%s) to %s %s\n", g.Privilege, args[0], g.Description, g.Grantee.Kind, g.Grantee.Name)
+			return nil
+		}
+		return gc
+	}
+	grant := grantCmd("grant NAME PRIVILEGE TO principal|role GRANTEE", "Grant DESCRIBE or SELECT on every output of a product, present and future", false)
+	revoke := grantCmd("revoke NAME PRIVILEGE FROM principal|role GRANTEE", "Revoke a grant on a product", true)
+	grants := &cobra.Command{Use: "grants NAME", Short: "List the grants on a product", Args: cobra.ExactArgs(1)}
+	lgcl := bindAPIClient(grants.Flags(), getenv, DefaultURL, connHelp)
+	lgwh := grants.Flags().String("warehouse", "", "warehouse (default the server's)")
+	lgjson := grants.Flags().Bool("json", false, "print JSON")
+	grants.RunE = func(c *cobra.Command, args []string) error {
+		var gl mgmtapi.GrantList
+		if err := lgcl.call(c.Context(), "GET", withWarehouse(productPath(args[0], "grants"), *lgwh, nil), nil, &gl); err != nil {
+			return err
+		}
+		if *lgjson {
+			return printJSON(stdout, gl)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PRIVILEGE\tGRANTEE\tCREATED BY\tID")
+		for _, g := range gl.Grants {
+			fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\n", g.Privilege, g.Grantee.Kind, g.Grantee.Name, g.CreatedBy, g.ID)
+		}
+		return tw.Flush()
+	}
+	cmd.AddCommand(create, list, show, check, metrics, drop, grant, revoke, grants)
 	return cmd
 }
 

@@ -172,3 +172,32 @@ def test_discovery_needs_describe_on_an_output(floe_demo) -> None:
         "on": {"kind": "view", "namespace": ["crm"], "name": "pipeline"}})
     listed = json.loads(cli(floe_demo, "product", "list", "--json", credential=cred).stdout)
     assert [x["name"] for x in listed["products"]] == ["sales_pipeline"]
+
+
+def test_select_on_the_product_reads_its_outputs(floe_demo) -> None:
+    """A grant on the product is a grant on its outputs (a tag grant on the
+    tag the product keeps on them): PyIceberg reads the table output with
+    vended credentials, a table outside the product stays closed, and the
+    revoke closes the output again."""
+    from pyiceberg.exceptions import ForbiddenError
+
+    admin = floe_demo.fetch_token()
+    p = floe_demo.request("POST", "/api/v1/principals", body={"name": "product_analyst"}, token=admin)
+    cred = f"{p['client_id']}:{p['client_secret']}"
+    analyst = floe_demo.catalog(credential=cred)
+    with pytest.raises(ForbiddenError):
+        analyst.load_table("crm.opportunities")
+
+    out = cli(floe_demo, "product", "grant", "sales_pipeline", "SELECT", "TO", "principal", "product_analyst").stdout
+    assert "granted SELECT on data product" in out
+    grants = json.loads(cli(floe_demo, "product", "grants", "sales_pipeline", "--json").stdout)["grants"]
+    assert [(g["privilege"], g["grantee"]["name"]) for g in grants] == [("SELECT", "product_analyst")]
+
+    want = floe_demo.catalog().load_table("crm.opportunities").scan().to_arrow().num_rows
+    assert analyst.load_table("crm.opportunities").scan().to_arrow().num_rows == want
+    with pytest.raises(ForbiddenError):
+        analyst.load_table("crm.accounts")  # not an output of the product
+
+    cli(floe_demo, "product", "revoke", "sales_pipeline", "SELECT", "FROM", "principal", "product_analyst")
+    with pytest.raises(ForbiddenError):
+        analyst.load_table("crm.opportunities")
