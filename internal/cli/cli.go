@@ -46,6 +46,7 @@ func Root(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	root.AddCommand(shareCmd(stdout, getenv), recipientCmd(stdout, getenv))
 	root.AddCommand(catalogCmd(stdout, getenv))
 	root.AddCommand(versionCmd(stdout))
+	root.AddCommand(backupCmd(stdout, stderr, getenv), restoreCmd(stdout, stderr, getenv))
 	return root
 }
 
