@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/internal/app"
 	"github.com/floe-lake/floe/store/sqlstore"
 )
@@ -57,6 +58,13 @@ see docs/operations.md, "Backup and restore".`}
 		var rows int64
 		for _, n := range tr.Rows {
 			rows += n
+		}
+		// On record in the store itself (after the snapshot, so the file
+		// does not hold it).
+		if _, err := audit.New(st, audit.Options{}).Append(c.Context(), audit.Event{Principal: "(cli)", Action: "store.backup",
+			Resource: "store", Outcome: audit.OutcomeSuccess, Detail: map[string]any{"out": *out, "audit_head_seq": h.AuditHead.Seq,
+				"tables": len(tr.Rows), "rows": rows, "sha256": tr.SHA256}}); err != nil {
+			return fmt.Errorf("the backup was written, but recording it in the audit log failed: %w", err)
 		}
 		msg := stdout
 		if *out == "-" {
@@ -134,6 +142,20 @@ verifies the audit chain.`}
 			return fmt.Errorf("the store was restored, but its audit head %d %s is not the backup's %d %s", vr.Last, vr.Head, h.AuditHead.Seq, h.AuditHead.Hash)
 		}
 		fmt.Fprintf(stdout, "audit log intact: %d records, head %d %s\n", vr.Records, vr.Last, vr.Head)
+		// Warehouse checkpoints written after the backup seal records the
+		// restored store no longer has: say so, with what to do.
+		if objs, err := a.SealObjects(c.Context()); err == nil {
+			if _, _, err := a.Audit().VerifySeals(c.Context(), objs); err != nil {
+				fmt.Fprintf(stderr, "warning: the warehouse holds audit checkpoints that disagree with the restored log "+
+					"(records written after the backup are lost with the restore; see docs/operations.md, \"Backup and restore\"): %v\n", err)
+			}
+		}
+		if _, err := a.Audit().Append(c.Context(), audit.Event{Principal: "(cli)", Action: "store.restore", Resource: "store",
+			Outcome: audit.OutcomeSuccess, Detail: map[string]any{"backup_created_at": h.CreatedAt.Format(time.RFC3339Nano),
+				"backup_dialect": h.Dialect, "backup_floe_version": h.FloeVersion, "backup_schema_version": h.SchemaVersion,
+				"backup_audit_head_seq": h.AuditHead.Seq, "tables": res.Tables, "rows": res.Rows, "forced": *force}}); err != nil {
+			return fmt.Errorf("record the restore in the audit log: %w", err)
+		}
 		return nil
 	}
 	return cmd
