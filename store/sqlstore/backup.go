@@ -342,6 +342,14 @@ type RestoreResult struct {
 	SchemaVersion int
 }
 
+// restoreBatch is how many rows one INSERT of a restore carries, and
+// restoreMaxArgs bounds its parameters (SQLite allows 32,766, PostgreSQL
+// 65,535).
+const (
+	restoreBatch   = 200
+	restoreMaxArgs = 30_000
+)
+
 // seedTables are tables whose single row the migrations insert: a store
 // with only those rows (and an empty audit chain) is empty.
 var seedTables = []string{"audit_head", "authz_version", "revocation_version"}
@@ -516,18 +524,44 @@ func (s *Store) restoreTable(ctx context.Context, tx *sql.Tx, c conn, rd *backup
 	if _, err := c.exec(ctx, "DELETE FROM "+t.Name); err != nil {
 		return 0, s.fail("restore: clear "+t.Name, err)
 	}
-	q := "INSERT INTO " + t.Name + " (" + strings.Join(names, ", ") + ")"
+	head := "INSERT INTO " + t.Name + " (" + strings.Join(names, ", ") + ")"
 	if identity != "" {
-		q += " OVERRIDING SYSTEM VALUE"
+		head += " OVERRIDING SYSTEM VALUE"
 	}
-	q += " VALUES (" + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + ")"
-	st, err := tx.PrepareContext(ctx, s.d.rebind(q))
-	if err != nil {
-		return 0, s.fail("restore: prepare "+t.Name, err)
+	tuple := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + ")"
+	insert := func(rows int) string {
+		return s.d.rebind(head + " VALUES " + strings.TrimSuffix(strings.Repeat(tuple+", ", rows), ", "))
 	}
-	defer st.Close()
+	// Rows go in multi-row INSERTs of restoreBatch rows (one prepared
+	// statement), the rest in one last statement.
+	per := max(1, min(restoreBatch, restoreMaxArgs/len(cols)))
+	var st *sql.Stmt
+	defer func() {
+		if st != nil {
+			_ = st.Close()
+		}
+	}()
+	args := make([]any, 0, per*len(cols))
+	flush := func() error {
+		if len(args) == 0 {
+			return nil
+		}
+		rows := len(args) / len(cols)
+		var err error
+		if rows == per {
+			if st == nil {
+				if st, err = tx.PrepareContext(ctx, insert(per)); err != nil {
+					return err
+				}
+			}
+			_, err = st.ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, insert(rows), args...)
+		}
+		args = args[:0]
+		return err
+	}
 	var n int64
-	args := make([]any, len(cols))
 	for {
 		vals, err := rd.NextRow()
 		if errors.Is(err, io.EOF) {
@@ -537,14 +571,21 @@ func (s *Store) restoreTable(ctx context.Context, tx *sql.Tx, c conn, rd *backup
 			return n, floe.Wrap(floe.Invalid, err, "restore")
 		}
 		for i, v := range vals {
-			if args[i], err = s.d.destValue(v, cols[i]); err != nil {
+			a, err := s.d.destValue(v, cols[i])
+			if err != nil {
 				return n, floe.Wrap(floe.Invalid, err, "restore: %s", t.Name)
 			}
-		}
-		if _, err := st.ExecContext(ctx, args...); err != nil {
-			return n, s.fail("restore: insert into "+t.Name, err)
+			args = append(args, a)
 		}
 		n++
+		if len(args) == per*len(cols) {
+			if err := flush(); err != nil {
+				return n, s.fail("restore: insert into "+t.Name, err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return n, s.fail("restore: insert into "+t.Name, err)
 	}
 	if identity != "" {
 		q := fmt.Sprintf("SELECT setval(pg_get_serial_sequence('%s', '%s'), COALESCE(MAX(%s), 0) + 1, false) FROM %s", t.Name, identity, identity, t.Name)

@@ -49,6 +49,12 @@ func populate(t *testing.T, s *Store) {
 			Outcome: audit.OutcomeSuccess, Detail: map[string]any{"i": i, "s": "é\n\"x\""}})
 		must(err)
 	}
+	// Enough rows for multi-row INSERT batches and a remainder.
+	batch := make([]audit.Event, 450)
+	for i := range batch {
+		batch[i] = audit.Event{Principal: "bob", Action: "bulk", Resource: fmt.Sprint("b", i), Outcome: audit.OutcomeSuccess}
+	}
+	must(log.AppendBatch(ctx, batch))
 	c := s.read()
 	w := s.wdb
 	for i := range 3 {
@@ -122,10 +128,10 @@ func TestBackupRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if h.AuditHead.Seq != 5 || h.Dialect != from.name || h.SchemaVersion < 19 {
+				if h.AuditHead.Seq != 455 || h.Dialect != from.name || h.SchemaVersion < 19 {
 					t.Fatalf("header %+v", h)
 				}
-				if tr.Rows["entities"] != 3 || tr.Rows["audit_events"] != 5 || tr.Rows["maintenance_runs"] != 1 {
+				if tr.Rows["entities"] != 3 || tr.Rows["audit_events"] != 455 || tr.Rows["maintenance_runs"] != 1 {
 					t.Fatalf("trailer rows %v", tr.Rows)
 				}
 				want := readDump(t, buf.Bytes())
@@ -173,7 +179,7 @@ func TestBackupRoundTrip(t *testing.T) {
 				if _, err := dst.Restore(ctx, bytes.NewReader(buf.Bytes()), RestoreOptions{Force: true}); err != nil {
 					t.Fatalf("forced restore: %v", err)
 				}
-				if _, got := dump(t, dst); len(got["maintenance_runs"]) != 1 || len(got["audit_events"]) != 5 {
+				if _, got := dump(t, dst); len(got["maintenance_runs"]) != 1 || len(got["audit_events"]) != 455 {
 					t.Fatalf("forced restore kept rows: %v", got["maintenance_runs"])
 				}
 			})
