@@ -252,7 +252,6 @@ type Reader struct {
 	cur     *Table
 	pending *Table // the next table, read while reading rows
 	rows    map[string]int64
-	counts  map[string]int64
 	trailer *Trailer
 	lineNo  int
 }
