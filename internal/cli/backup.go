@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,7 +30,7 @@ either backend with "floe restore". It does not hold the warehouse's data and
 metadata files, nor the warehouse key file or KMS key that unwraps the keys:
 see docs/operations.md, "Backup and restore".`}
 	load := configFlags(cmd.Flags(), getenv)
-	out := cmd.Flags().String("out", "", `file to write ("-" for standard output); written to FILE.tmp and renamed when complete`)
+	out := cmd.Flags().String("out", "", `file to write ("-" for standard output; s3://bucket/key for an object); written to FILE.tmp and renamed when complete`)
 	_ = cmd.MarkFlagRequired("out")
 	cmd.RunE = func(c *cobra.Command, _ []string) error {
 		cfg, log, err := storeConfig(load, stderr)
@@ -42,7 +43,7 @@ see docs/operations.md, "Backup and restore".`}
 		}
 		defer st.Close()
 		start := time.Now()
-		w, commit, abort, err := createOutput(*out, stdout)
+		w, commit, abort, err := createOutput(c.Context(), cfg, *out, stdout)
 		if err != nil {
 			return err
 		}
@@ -93,7 +94,7 @@ opens the store with the configured key wrapper, which must be the one the
 backup's keys were sealed under (the same warehouse key file or KMS key), and
 verifies the audit chain.`}
 	load := configFlags(cmd.Flags(), getenv)
-	in := cmd.Flags().String("in", "", `backup file to read ("-" for standard input)`)
+	in := cmd.Flags().String("in", "", `backup file to read ("-" for standard input; s3://bucket/key for an object)`)
 	force := cmd.Flags().Bool("force", false, "replace the contents of a store that is not empty")
 	_ = cmd.MarkFlagRequired("in")
 	cmd.RunE = func(c *cobra.Command, _ []string) error {
@@ -105,7 +106,15 @@ verifies the audit chain.`}
 			return err
 		}
 		var r io.Reader = c.InOrStdin()
-		if *in != "-" {
+		switch {
+		case strings.HasPrefix(*in, "s3://"):
+			body, err := openS3(c.Context(), cfg, *in)
+			if err != nil {
+				return err
+			}
+			defer body.Close()
+			r = body
+		case *in != "-":
 			f, err := os.Open(*in)
 			if err != nil {
 				return fmt.Errorf("backup file: %w", err)
@@ -192,9 +201,13 @@ func checkKeyFile(cfg app.Config) error {
 	return nil
 }
 
-// createOutput opens where a backup goes: standard output, or path.tmp
-// renamed to path by commit (abort removes it).
-func createOutput(path string, stdout io.Writer) (w io.Writer, commit func() (int64, error), abort func(), err error) {
+// createOutput opens where a backup goes: standard output, an S3 object
+// (spooled to a temporary file, uploaded by commit), or path.tmp renamed to
+// path by commit (abort removes it).
+func createOutput(ctx context.Context, cfg app.Config, path string, stdout io.Writer) (w io.Writer, commit func() (int64, error), abort func(), err error) {
+	if strings.HasPrefix(path, "s3://") {
+		return createS3Output(ctx, cfg, path)
+	}
 	if path == "-" {
 		cw := &countWriter{w: stdout}
 		return cw, func() (int64, error) { return cw.n, nil }, func() {}, nil

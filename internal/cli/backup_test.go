@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/floe-lake/floe/internal/app"
 	"github.com/floe-lake/floe/internal/testkit"
+	"github.com/floe-lake/floe/objstore/bucket"
+	"github.com/floe-lake/floe/objstore/s3api"
 	"github.com/floe-lake/floe/store/backup"
 )
 
@@ -282,5 +285,51 @@ func TestRestoreWarnsOfLaterCheckpoints(t *testing.T) {
 	out, errOut := restore()
 	if !strings.Contains(out, "audit log intact") || !strings.Contains(errOut, "warning: the warehouse holds audit checkpoints") {
 		t.Fatalf("restore said %q %q", out, errOut)
+	}
+}
+
+// TestBackupToS3: --out s3://bucket/key uploads the backup (Floe's own S3
+// API stands in for S3), --in s3://bucket/key restores it, and a backup
+// that fails uploads nothing.
+func TestBackupToS3(t *testing.T) {
+	dir := t.TempDir()
+	objs, err := bucket.New(bucket.Options{Buckets: map[string]string{"backups": filepath.Join(dir, "b")}, TempDir: filepath.Join(dir, "tmp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { objs.Close() })
+	srv := httptest.NewServer(s3api.New(s3api.Options{Store: objs})) // authentication off: any key works
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
+	env := map[string]string{"FLOE_S3_ENDPOINT": srv.URL, "FLOE_S3_PATH_STYLE": "true"}
+	data := []string{"--data-dir", filepath.Join(dir, "data"), "--log-level", "error"}
+	if _, _, err := runCLI(t, "", env, append([]string{"principal", "create", "etl"}, data...)...); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLI(t, "", env, append([]string{"backup", "--out", "s3://backups/floe/one.backup"}, data...)...)
+	if err != nil || !strings.Contains(out, "backup written to s3://backups/floe/one.backup") {
+		t.Fatalf("backup to s3: %v %q", err, out)
+	}
+	out, _, err = runCLI(t, "", env, append([]string{"restore", "--in", "s3://backups/floe/one.backup",
+		"--store", filepath.Join(dir, "r.db")}, data...)...)
+	if err != nil || !strings.Contains(out, "audit log intact") {
+		t.Fatalf("restore from s3: %v %q", err, out)
+	}
+	for _, tc := range []struct{ flag, loc, want string }{
+		{"--in", "s3://backups/floe/missing.backup", "read the backup"},
+		{"--in", "s3://backups", "not s3://bucket/key"},
+		{"--out", "s3://nobucket/x", "upload the backup"},
+	} {
+		cmd := "restore"
+		if tc.flag == "--out" {
+			cmd = "backup"
+		}
+		_, _, err := runCLI(t, "", env, append([]string{cmd, tc.flag, tc.loc, "--store", filepath.Join(t.TempDir(), "x.db")}, data...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%s %s: %v, want %q", tc.flag, tc.loc, err, tc.want)
+		}
 	}
 }
