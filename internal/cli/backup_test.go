@@ -128,7 +128,10 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 		<-started
 	}
 	file := filepath.Join(t.TempDir(), "floe.backup")
-	out, _, err := runCLI(t, "", nil, "backup", "--data-dir", f.Dir, "--log-level", "error", "--out", file)
+	// The store of the running server: SQLite in its data directory, or
+	// PostgreSQL when FLOE_TEST_STORE names one (then the restore below
+	// goes from PostgreSQL to SQLite).
+	out, _, err := runCLI(t, "", nil, "backup", "--data-dir", f.Dir, "--store", f.App.Config().Store, "--log-level", "error", "--out", file)
 	if err != nil {
 		t.Fatalf("backup: %v", err)
 	}
