@@ -36,9 +36,12 @@ func (h *Handler) streamBackup(c *call) error {
 	c.w.Header().Set("Content-Type", "application/gzip")
 	c.w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
 	c.w.Header().Set("Cache-Control", "no-store")
-	hdr, tr, err := h.opts.Backup(c.ctx, &lazyStatus{w: c.w})
+	lw := &lazyStatus{w: c.w}
+	hdr, tr, err := h.opts.Backup(c.ctx, lw)
 	if err != nil {
-		c.note("error_after_bytes", true)
+		if lw.started {
+			c.note("stream_cut", true)
+		}
 		return err
 	}
 	var rows int64

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -183,6 +184,14 @@ func TestReaderRefuses(t *testing.T) {
 				t.Fatalf("err %v, want ErrInvalid with %q", err, tc.want)
 			}
 		})
+	}
+	var many strings.Builder
+	many.WriteString(hdr)
+	for i := range backup.MaxTables + 1 {
+		fmt.Fprintf(&many, `{"table":{"name":"t%d","columns":[{"name":"c","kind":"int"}]}}`+"\n", i)
+	}
+	if _, _, err := read(gz(many.String()), nil); err == nil || !strings.Contains(err.Error(), "more than 1000 tables") {
+		t.Fatalf("too many tables: %v", err)
 	}
 	long := hdr + `{"row":["` + strings.Repeat("x", backup.MaxLine) + `"]}` + "\n"
 	if _, _, err := read(gz(long), nil); err == nil || !strings.Contains(err.Error(), "longer than") {
