@@ -22,6 +22,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-lake/floe/internal/app"
+	"github.com/floe-lake/floe/internal/pgtest"
 	"github.com/floe-lake/floe/internal/testkit"
 	"github.com/floe-lake/floe/objstore/bucket"
 	"github.com/floe-lake/floe/objstore/s3api"
@@ -146,7 +147,28 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 
 	// Restore into a new store in the same data directory (same key file
 	// and warehouse), and serve it.
-	restored := filepath.Join(t.TempDir(), "restored.db")
+	// Restore into a new SQLite store, and into a new PostgreSQL schema
+	// when FLOE_TEST_PG_DSN names a server (SQLite to PostgreSQL under
+	// load), and serve each over the same data directory and warehouse.
+	targets := []struct {
+		name string
+		dsn  func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "restored.db") }},
+		{"postgres", func(t *testing.T) string { return pgtest.Fresh(t, pgtest.ServerDSN(t)) }},
+	}
+	for _, tg := range targets {
+		t.Run("to_"+tg.name, func(t *testing.T) {
+			checkRestored(t, f, cat, file, h, pointers, names, appends, tg.dsn(t))
+		})
+	}
+}
+
+// checkRestored restores file into the empty store dsn, serves it over f's
+// data directory, and checks every table against the backup's pointers.
+func checkRestored(t *testing.T, f *testkit.Floe, cat *rest.Catalog, file string, h backup.Header, pointers map[string]string,
+	names []string, appends int, restored string) {
+	ctx := context.Background()
 	out, errOut, err := runCLI(t, "", nil, "restore", "--data-dir", f.Dir, "--store", restored, "--log-level", "error", "--in", file)
 	if err != nil || strings.Contains(errOut, "warning") {
 		t.Fatalf("restore: %v %s", err, errOut)
@@ -154,8 +176,12 @@ func TestBackupUnderWriteLoad(t *testing.T) {
 	if want := fmt.Sprintf("head %d %s", h.AuditHead.Seq, h.AuditHead.Hash); !strings.Contains(out, "audit log intact") || !strings.Contains(out, want) {
 		t.Fatalf("restore said %q, want %q", out, want)
 	}
+	// No warehouse checkpoints from this server: the next target is
+	// restored from the same backup over the same warehouse, and this
+	// server's checkpoints would seal records that one lacks (see
+	// TestRestoreWarnsOfLaterCheckpoints).
 	g := testkit.Start(t, func(c *app.Config) {
-		c.DataDir, c.Store, c.Maintenance = f.Dir, restored, false
+		c.DataDir, c.Store, c.Maintenance, c.AuditCheckpointInterval = f.Dir, restored, false, 0
 	})
 	cat2, err := rest.NewCatalog(ctx, "restored", g.URL, rest.WithCredential(g.Cred.String()))
 	if err != nil {
