@@ -101,6 +101,9 @@ type Options struct {
 	// Products manages data products; nil makes the product endpoints
 	// answer 406 (unsupported).
 	Products Products
+	// Backup writes a backup of the metadata store for GET
+	// /api/v1/admin/backup; nil makes it answer 406 (unsupported).
+	Backup Backuper
 	// PublicURL is the URL recipients reach this server at, for their
 	// profile files; empty means the scheme and host of the request.
 	PublicURL string
@@ -192,7 +195,7 @@ func (h *Handler) table() []route {
 
 // routes is every operation served.
 func (h *Handler) routes() []route {
-	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes(), h.catalogRoutes(), h.productRoutes())
+	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes(), h.catalogRoutes(), h.productRoutes(), h.backupRoutes())
 }
 
 // Routes lists the operations served, as "METHOD /path/{param}".

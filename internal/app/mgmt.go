@@ -2,11 +2,14 @@ package app
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"runtime/debug"
 
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/mgmtapi"
+	"github.com/floe-lake/floe/store/backup"
 	"github.com/floe-lake/floe/store/sqlstore"
 )
 
@@ -26,11 +29,23 @@ func (a *App) mgmtHandler() http.Handler {
 		Products:         a.products,
 		PublicURL:        a.cfg.PublicURL,
 		Logger:           a.log,
+		Backup: func(ctx context.Context, w io.Writer) (backup.Header, backup.Trailer, error) {
+			return a.store.Backup(ctx, w, sqlstore.BackupOptions{FloeVersion: floeVersion()})
+		},
 	}
 	if !a.cfg.InsecureNoAuth {
 		opts.Auth = a.auth
 	}
 	return mgmtapi.New(opts)
+}
+
+// floeVersion is the module version of the running binary, for backup
+// headers.
+func floeVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
 }
 
 // auditMgmt records a management API mutation synchronously: these are

@@ -47,6 +47,7 @@ func Root(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	root.AddCommand(catalogCmd(stdout, getenv), productCmd(stdout, getenv))
 	root.AddCommand(versionCmd(stdout))
 	root.AddCommand(checkCmd(stdout, stderr, getenv))
+	root.AddCommand(backupCmd(stdout, stderr, getenv), restoreCmd(stdout, stderr, getenv))
 	return root
 }
 

@@ -58,6 +58,33 @@ func migrations(dialect string) ([]migration, error) {
 	return ms, nil
 }
 
+// applyMigration applies m in c's transaction unless it was applied, with its
+// row in schema_migrations.
+func (s *Store) applyMigration(ctx context.Context, c conn, m migration) error {
+	if s.d.name == DialectPostgres {
+		if _, err := c.exec(ctx, "SELECT pg_advisory_xact_lock(?)", int64(migrationLockKey)); err != nil {
+			return err
+		}
+	}
+	if _, err := c.exec(ctx, s.d.migrationsDDL); err != nil {
+		return err
+	}
+	done, err := c.exists(ctx, "SELECT 1 FROM schema_migrations WHERE version = ?", m.version)
+	if err != nil || done {
+		return err
+	}
+	// Not rebound: migrations are dialect-specific text without parameters.
+	if _, err := c.q.ExecContext(ctx, m.sql); err != nil {
+		return fmt.Errorf("migration %03d_%s: %w", m.version, m.name, err)
+	}
+	if _, err := c.exec(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+		m.version, m.name, s.d.timeArg(s.now())); err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "sqlstore: applied migration", "dialect", s.d.name, "version", m.version, "name", m.name)
+	return nil
+}
+
 // migrate applies the pending migrations in order, each in one transaction
 // together with its row in schema_migrations. On PostgreSQL an advisory
 // transaction lock makes concurrent Opens apply each migration once.
@@ -67,30 +94,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlstore: %w", err)
 	}
 	for _, m := range ms {
-		err := s.write(ctx, "migrate", func(c conn) error {
-			if s.d.name == DialectPostgres {
-				if _, err := c.exec(ctx, "SELECT pg_advisory_xact_lock(?)", int64(migrationLockKey)); err != nil {
-					return err
-				}
-			}
-			if _, err := c.exec(ctx, s.d.migrationsDDL); err != nil {
-				return err
-			}
-			done, err := c.exists(ctx, "SELECT 1 FROM schema_migrations WHERE version = ?", m.version)
-			if err != nil || done {
-				return err
-			}
-			// Not rebound: migrations are dialect-specific text without parameters.
-			if _, err := c.q.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("migration %03d_%s: %w", m.version, m.name, err)
-			}
-			if _, err := c.exec(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-				m.version, m.name, s.d.timeArg(s.now())); err != nil {
-				return err
-			}
-			s.log.InfoContext(ctx, "sqlstore: applied migration", "dialect", s.d.name, "version", m.version, "name", m.name)
-			return nil
-		})
+		err := s.write(ctx, "migrate", func(c conn) error { return s.applyMigration(ctx, c, m) })
 		if err != nil {
 			return err
 		}
