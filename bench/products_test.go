@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -87,7 +86,7 @@ func BenchmarkProductCheck(b *testing.B) {
 			b.Fatal(err)
 		}
 		if run.Status != products.StatusPass {
-			b.Fatal(fmt.Sprintf("%+v", run))
+			b.Fatalf("%+v", run)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/check")
