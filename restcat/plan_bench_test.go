@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go"
-
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/testkit/localcat"
 	"github.com/floe-lake/floe/lake"
@@ -30,34 +28,9 @@ import (
 func BenchmarkPlanTableScan(b *testing.B) {
 	ctx := context.Background()
 	lc := localcat.New(b)
-	cat, objs, ns := lc.Catalog, lc.Objects, localcat.Namespace
-	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "region", Type: iceberg.PrimitiveTypes.String})
-	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "region", Transform: iceberg.IdentityTransform{}})
-	if _, err := cat.CreateTable(ctx, localcat.Warehouse, ns, catalog.CreateTableRequest{Name: "t", Schema: sc, Spec: &spec}); err != nil {
-		b.Fatal(err)
-	}
-	fsys := lake.NewBucketFS(objs)
+	cat, ns := lc.Catalog, localcat.Namespace
+	_, fsys := lc.RegionTable(b, "t", 100, 100)
 	lk := lake.New(cat, fsys, lake.Options{})
-	tbl, err := lk.LoadTable(ctx, localcat.Warehouse, catalog.Ident{Namespace: ns, Name: "t"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for m := range 100 {
-		files := make([]iceberg.DataFile, 100)
-		for i := range files {
-			bld, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentData,
-				fmt.Sprintf("%s/data/region=r%d/f-%d-%d.parquet", tbl.Location(), i%10, m, i), iceberg.ParquetFile,
-				map[int]any{1000: fmt.Sprintf("r%d", i%10)}, nil, nil, 10, 1000)
-			if err != nil {
-				b.Fatal(err)
-			}
-			files[i] = bld.Build()
-		}
-		if tbl, err = lake.AppendFiles(ctx, tbl, files, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
 	h := restcat.New(cat, restcat.Options{DefaultWarehouse: localcat.Warehouse, Planning: &restcat.Planning{FS: fsys}})
 	path := "/v1/" + localcat.Warehouse + "/namespaces/bench/tables/t/plan"
 	plan := func(body string) {

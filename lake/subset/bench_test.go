@@ -10,7 +10,6 @@ import (
 
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/testkit/localcat"
-	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/lake/subset"
 )
 
@@ -25,35 +24,9 @@ import (
 func BenchmarkBuild(b *testing.B) {
 	ctx := context.Background()
 	lc := localcat.New(b)
-	cat, objs, ns := lc.Catalog, lc.Objects, localcat.Namespace
-	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-		iceberg.NestedField{ID: 2, Name: "region", Type: iceberg.PrimitiveTypes.String})
-	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "region", Transform: iceberg.IdentityTransform{}})
-	if _, err := cat.CreateTable(ctx, "floe", ns, catalog.CreateTableRequest{Name: "t", Schema: sc, Spec: &spec}); err != nil {
-		b.Fatal(err)
-	}
-	fsys := lake.NewBucketFS(objs)
-	lk := lake.New(cat, fsys, lake.Options{})
-	id := catalog.Ident{Namespace: ns, Name: "t"}
-	tbl, err := lk.LoadTable(ctx, "floe", id)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for m := range 100 {
-		files := make([]iceberg.DataFile, 100)
-		for i := range files {
-			bld, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentData,
-				fmt.Sprintf("%s/data/region=r%d/f-%d-%d.parquet", tbl.Location(), i%10, m, i), iceberg.ParquetFile,
-				map[int]any{1000: fmt.Sprintf("r%d", i%10)}, nil, nil, 10, 1000)
-			if err != nil {
-				b.Fatal(err)
-			}
-			files[i] = bld.Build()
-		}
-		if tbl, err = lake.AppendFiles(ctx, tbl, files, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
+	cat := lc.Catalog
+	id := catalog.Ident{Namespace: localcat.Namespace, Name: "t"}
+	_, fsys := lc.RegionTable(b, "t", 100, 100)
 	state, err := cat.LoadTable(ctx, "floe", id)
 	if err != nil {
 		b.Fatal(err)

@@ -6,10 +6,15 @@ package localcat
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/objstore/bucket"
 	"github.com/floe-lake/floe/store/sqlstore"
 )
@@ -51,4 +56,42 @@ func New(tb testing.TB) *Local {
 		tb.Fatal(err)
 	}
 	return &Local{Catalog: cat, Objects: objs, Store: st}
+}
+
+// RegionTable creates table name in Namespace, of an id and a region
+// partitioned by region (identity, 10 values r0..r9), and appends
+// manifests commits of files data files each (metadata only: the files do
+// not exist), for benchmarks of planning over many files. It returns the
+// table after the last append and the file system its metadata is read
+// through.
+func (l *Local) RegionTable(tb testing.TB, name string, manifests, files int) (*table.Table, *lake.BucketFS) {
+	tb.Helper()
+	ctx := context.Background()
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "region", Type: iceberg.PrimitiveTypes.String})
+	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "region", Transform: iceberg.IdentityTransform{}})
+	if _, err := l.Catalog.CreateTable(ctx, Warehouse, Namespace, catalog.CreateTableRequest{Name: name, Schema: sc, Spec: &spec}); err != nil {
+		tb.Fatal(err)
+	}
+	fsys := lake.NewBucketFS(l.Objects)
+	tbl, err := lake.New(l.Catalog, fsys, lake.Options{}).LoadTable(ctx, Warehouse, catalog.Ident{Namespace: Namespace, Name: name})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for m := range manifests {
+		dfs := make([]iceberg.DataFile, files)
+		for i := range dfs {
+			bld, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentData,
+				fmt.Sprintf("%s/data/region=r%d/f-%d-%d.parquet", tbl.Location(), i%10, m, i), iceberg.ParquetFile,
+				map[int]any{1000: fmt.Sprintf("r%d", i%10)}, nil, nil, 10, 1000)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			dfs[i] = bld.Build()
+		}
+		if tbl, err = lake.AppendFiles(ctx, tbl, dfs, nil); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return tbl, fsys
 }
