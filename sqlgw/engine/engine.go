@@ -25,6 +25,7 @@ import (
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/sqlgw/pgwire"
+	"github.com/floe-lake/floe/sqlgw/viewrename"
 )
 
 // Tables opens Floe tables as iceberg-go tables (*lake.Lake).
@@ -73,6 +74,10 @@ const (
 type Options struct {
 	// Warehouse is the warehouse of two-part table names (required).
 	Warehouse string
+	// TrinoCatalog is the name Trino deployments give this catalog
+	// (default: Warehouse): the trino representation of a view the SQL
+	// endpoint creates names its tables in it (viewdialect.go).
+	TrinoCatalog string
 	// Tables loads tables (required).
 	Tables Tables
 	// Catalog lists namespaces and tables (required).
@@ -132,14 +137,16 @@ type Options struct {
 // at the chosen snapshot, with deletes applied and the caller's data
 // filters enforced. It implements pgwire.Engine and pgwire.SessionHooks.
 type Engine struct {
-	opts    Options
-	log     *slog.Logger
-	files   *fileCache
-	plans   *planCache
-	filters *lru.Cache[string, string] // row filter and its column names -> canonical SQL, "" if refused
-	queries atomic.Uint64
-	kept    tableCacheCounters
-	planned planCounters
+	// rewriter writes the trino representation of views (viewdialect.go).
+	rewriter *viewrename.Rewriter
+	opts     Options
+	log      *slog.Logger
+	files    *fileCache
+	plans    *planCache
+	filters  *lru.Cache[string, string] // row filter and its column names -> canonical SQL, "" if refused
+	queries  atomic.Uint64
+	kept     tableCacheCounters
+	planned  planCounters
 }
 
 // planCounters count the scan plans made: in full, and from a parent
@@ -191,13 +198,17 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{opts: opts, log: opts.Logger, files: newFileCache(opts.Objects, opts.CacheBytes, opts.CacheFiles), plans: plans, filters: filters}, nil
+	if opts.TrinoCatalog == "" {
+		opts.TrinoCatalog = opts.Warehouse
+	}
+	return &Engine{opts: opts, log: opts.Logger, files: newFileCache(opts.Objects, opts.CacheBytes, opts.CacheFiles), plans: plans, filters: filters,
+		rewriter: viewrename.New()}, nil
 }
 
 // Close releases the file cache. Sessions must have ended.
 func (e *Engine) Close() error {
 	e.files.close()
-	return nil
+	return e.rewriter.Close()
 }
 
 // TableCacheStats reports how often sessions found a table's rows kept in
