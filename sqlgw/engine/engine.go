@@ -144,6 +144,7 @@ type Engine struct {
 	files    *fileCache
 	plans    *planCache
 	filters  *lru.Cache[string, string] // row filter and its column names -> canonical SQL, "" if refused
+	trees    *lru.Cache[string, []byte] // a view's expansion SQL -> its syntax tree (JSON), see views.go
 	queries  atomic.Uint64
 	kept     tableCacheCounters
 	planned  planCounters
@@ -201,8 +202,12 @@ func New(opts Options) (*Engine, error) {
 	if opts.TrinoCatalog == "" {
 		opts.TrinoCatalog = opts.Warehouse
 	}
+	trees, err := lru.New[string, []byte](maxViewTrees)
+	if err != nil {
+		return nil, err
+	}
 	return &Engine{opts: opts, log: opts.Logger, files: newFileCache(opts.Objects, opts.CacheBytes, opts.CacheFiles), plans: plans, filters: filters,
-		rewriter: viewrename.New()}, nil
+		rewriter: viewrename.New(), trees: trees}, nil
 }
 
 // Close releases the file cache. Sessions must have ended.
@@ -637,6 +642,13 @@ func (ss *session) replace(ctx context.Context, ref *tableRef, view string) erro
 	if err != nil || len(stmts) != 1 {
 		return fmt.Errorf("engine: the view of %s does not parse: %w", strings.Join(ref.path, "."), err)
 	}
+	replaceWith(ref, stmts[0])
+	return nil
+}
+
+// replaceWith turns a table reference node into a subquery of the
+// statement tree stmt.
+func replaceWith(ref *tableRef, stmt node) {
 	n := ref.n
 	alias, _ := n["alias"].(string)
 	if alias == "" {
@@ -648,7 +660,7 @@ func (ss *session) replace(ctx context.Context, ref *tableRef, view string) erro
 		"sample":                n["sample"],
 		"query_location":        n["query_location"],
 		"query_location_length": n["query_location_length"],
-		"subquery":              stmts[0],
+		"subquery":              stmt,
 		"column_name_alias":     n["column_name_alias"],
 	}
 	if sub["column_name_alias"] == nil {
@@ -658,7 +670,6 @@ func (ss *session) replace(ctx context.Context, ref *tableRef, view string) erro
 	for k, v := range sub {
 		n[k] = v
 	}
-	return nil
 }
 
 // describe reads the parameter and result types of a prepared statement.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -41,6 +42,41 @@ const viewDialect = "duckdb"
 
 // maxViewDepth bounds the expansion of views naming views.
 const maxViewDepth = 16
+
+// maxViewTrees bounds the engine's cache of parsed view expansions, and
+// maxViewTreeSQL the SQL of one it keeps (longer ones are parsed at each
+// read).
+const (
+	maxViewTrees   = 256
+	maxViewTreeSQL = 8 << 10
+)
+
+// replaceView turns ref into a subquery of a view's expansion SQL, parsed
+// once per text (the engine's bounded cache of trees; each use decodes a
+// fresh copy, which analysis then rewrites).
+func (ss *session) replaceView(ctx context.Context, ref *tableRef, sql string) error {
+	if raw, ok := ss.e.trees.Get(sql); ok {
+		var stmt node
+		if err := unmarshalTree(raw, &stmt); err != nil {
+			return fmt.Errorf("engine: a cached view tree: %w", err)
+		}
+		replaceWith(ref, stmt)
+		return nil
+	}
+	stmts, err := ss.serialize(ctx, sql)
+	if err != nil || len(stmts) != 1 {
+		return fmt.Errorf("engine: the view of %s does not parse: %w", strings.Join(ref.path, "."), err)
+	}
+	if len(sql) <= maxViewTreeSQL {
+		raw, err := json.Marshal(stmts[0])
+		if err != nil {
+			return fmt.Errorf("engine: a view tree: %w", err)
+		}
+		ss.e.trees.Add(sql, raw)
+	}
+	replaceWith(ref, stmts[0])
+	return nil
+}
 
 // The view property and version summary keys of definer rights.
 const (
@@ -368,7 +404,7 @@ func (ss *session) analyzeViews(ctx context.Context, stmt node, skip string) (*a
 			if depth >= maxViewDepth {
 				return nil, &pgwire.Error{Code: "54001", Message: fmt.Sprintf("views nested more than %d deep (does view %s name itself?)", maxViewDepth, strings.Join(ref.path, "."))}
 			}
-			if err := ss.replace(ctx, ref, sql); err != nil {
+			if err := ss.replaceView(ctx, ref, sql); err != nil {
 				return nil, err
 			}
 			if rights != nil {
@@ -404,8 +440,13 @@ func (ss *session) viewSQL(ctx context.Context, vc viewCatalog, ref *tableRef) (
 		}
 		id = t.catalogName(wh, id)
 	}
-	ok, err := ss.e.opts.DDL.Exists(ctx, wh, id, catalog.KindView)
-	if err != nil || !ok {
+	// One catalog lookup: the view's metadata, or NotFound for a name that
+	// is no view.
+	v, err := vc.LoadView(ctx, wh, id)
+	if err != nil {
+		if floe.KindOf(err) == floe.NotFound {
+			return "", nil, nil
+		}
 		return "", nil, err
 	}
 	if ref.at != nil {
@@ -429,10 +470,6 @@ func (ss *session) viewSQL(ctx context.Context, vc viewCatalog, ref *tableRef) (
 			}
 			return "", nil, err
 		}
-	}
-	v, err := vc.LoadView(ctx, wh, id)
-	if err != nil {
-		return "", nil, err
 	}
 	md := v.Metadata
 	ver := md.CurrentVersion()

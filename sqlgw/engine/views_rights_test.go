@@ -12,6 +12,7 @@ import (
 
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/sqlgw/engine"
 )
 
 // foreignView stores a view as another engine would: representations of
@@ -199,4 +200,24 @@ func TestViewDefinerRights(t *testing.T) {
 	}
 	execErr(t, e.as(t, "reader"), "SELECT * FROM crm.dv", "42501", `its owner principal "owner"`)
 	execErr(t, e.as(t, "reader"), "SELECT * FROM crm.dv", "42501", "crm.people")
+}
+
+// The engine keeps at most MaxViewTrees parsed view expansions: reading
+// more distinct views than that leaves the cache at its bound, and every
+// view still reads right.
+func TestViewTreeCacheBound(t *testing.T) {
+	e := newEnv(t)
+	c := e.admin(t)
+	n := engine.MaxViewTrees + 8
+	execTag(t, c, "CREATE SCHEMA cache0")
+	for i := range n {
+		execTag(t, c, fmt.Sprintf("CREATE VIEW cache0.v%d AS SELECT %d AS k", i, i))
+		rows := mustRows(t, c, fmt.Sprintf("SELECT k FROM cache0.v%d", i))
+		if len(rows) != 1 || fmt.Sprint(rows[0][0]) != fmt.Sprint(i) {
+			t.Fatalf("view %d: %v", i, rows)
+		}
+	}
+	if got := e.f.App.SQLEngine().ViewTreesForTest(); got != engine.MaxViewTrees {
+		t.Fatalf("%d view trees kept, want the bound %d", got, engine.MaxViewTrees)
+	}
 }
