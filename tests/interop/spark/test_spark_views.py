@@ -31,10 +31,17 @@ def test_views_across_spark_and_floe(spark: Any, floe: FloeServer) -> None:
               "(3, 'AMER', 'open', 30.0), (4, 'APAC', 'open', NULL), (5, 'AMER', 'lost', 5.0)")
 
     # Spark creates a view within the shared subset (unqualified and
-    # catalog-qualified names, backticks, a CASE, an aggregate).
-    spark.sql(f"CREATE VIEW {CATALOG}.{NS}.open_by_region AS "
-              "SELECT `region`, count(*) AS deals, sum(CASE WHEN stage = 'open' THEN amount END) AS open_value "
-              f"FROM deals WHERE amount IS NOT NULL GROUP BY region")
+    # catalog-qualified names, backticks, a CASE, an aggregate); the
+    # unqualified name resolves in the session's current namespace.
+    before = (spark.catalog.currentCatalog(), spark.catalog.currentDatabase())
+    spark.sql(f"USE {CATALOG}.{NS}")
+    try:
+        spark.sql(f"CREATE VIEW {CATALOG}.{NS}.open_by_region AS "
+                  "SELECT `region`, count(*) AS deals, sum(CASE WHEN stage = 'open' THEN amount END) AS open_value "
+                  "FROM deals WHERE amount IS NOT NULL GROUP BY region")
+    finally:
+        spark.catalog.setCurrentCatalog(before[0])
+        spark.catalog.setCurrentDatabase(before[1])
     spark.sql(f"CREATE VIEW {CATALOG}.{NS}.emea AS SELECT id, amount FROM {t} WHERE region = 'EMEA'")
     spark_rows = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {CATALOG}.{NS}.open_by_region").collect())
     spark_emea = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {CATALOG}.{NS}.emea").collect())
