@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -394,7 +395,17 @@ func (ss *session) analyzeViews(ctx context.Context, stmt node, skip string) (*a
 			if floe.KindOf(err) != floe.NotFound {
 				continue // resolve reports it, after the privilege check
 			}
-			sql, rights, err := ss.viewSQL(ctx, vc, ref)
+			// Outside a transaction block the failed lookup says whether
+			// the name is a view, and where its metadata is.
+			var other *catalog.OtherKindError
+			loc := ""
+			if ss.txn == nil && errors.As(err, &other) {
+				if other.Entity.Kind != catalog.KindView {
+					continue
+				}
+				loc = other.Entity.MetadataLocation
+			}
+			sql, rights, err := ss.viewSQL(ctx, vc, ref, loc)
 			if err != nil {
 				return nil, err
 			}
@@ -425,7 +436,10 @@ func (ss *session) analyzeViews(ctx context.Context, stmt node, skip string) (*a
 // and the rights its expansion reads with when they are its owner's
 // (definer rights; nil: those ref is read with). The SQL is the view's
 // query wrapped in the reader's data filters on the view, if any.
-func (ss *session) viewSQL(ctx context.Context, vc viewCatalog, ref *tableRef) (string, *viewRights, error) {
+//
+// loc is the view's metadata location when the caller's lookup found it
+// ("" to look the name up).
+func (ss *session) viewSQL(ctx context.Context, vc viewCatalog, ref *tableRef, loc string) (string, *viewRights, error) {
 	wh, id := ss.e.identOf(ref.path)
 	if id.Validate() != nil || ss.createdHere(wh, id) {
 		return "", nil, nil
@@ -442,7 +456,15 @@ func (ss *session) viewSQL(ctx context.Context, vc viewCatalog, ref *tableRef) (
 	}
 	// One catalog lookup: the view's metadata, or NotFound for a name that
 	// is no view.
-	v, err := vc.LoadView(ctx, wh, id)
+	var v *catalog.ViewState
+	var err error
+	if at, ok := vc.(interface {
+		LoadViewAt(ctx context.Context, loc string) (*catalog.ViewState, error)
+	}); ok && loc != "" {
+		v, err = at.LoadViewAt(ctx, loc)
+	} else {
+		v, err = vc.LoadView(ctx, wh, id)
+	}
 	if err != nil {
 		if floe.KindOf(err) == floe.NotFound {
 			return "", nil, nil

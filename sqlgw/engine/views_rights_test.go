@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -219,5 +220,28 @@ func TestViewTreeCacheBound(t *testing.T) {
 	}
 	if got := e.f.App.SQLEngine().ViewTreesForTest(); got != engine.MaxViewTrees {
 		t.Fatalf("%d view trees kept, want the bound %d", got, engine.MaxViewTrees)
+	}
+}
+
+// A table lookup that finds a view answers NotFound with the usual
+// message, carrying the view's pointer (what the SQL endpoint loads the
+// view from, without a second lookup); a name that is nothing carries none.
+func TestOtherKindLookup(t *testing.T) {
+	e := newEnv(t)
+	c := e.admin(t)
+	execTag(t, c, "CREATE SCHEMA ok")
+	execTag(t, c, "CREATE VIEW ok.v AS SELECT 1 AS a")
+	for _, tc := range []struct {
+		name string
+		view bool
+	}{{"v", true}, {"nothing", false}} {
+		_, err := e.f.App.Catalog().LoadTable(context.Background(), e.f.Warehouse, catalog.Ident{Namespace: catalog.Namespace{"ok"}, Name: tc.name})
+		if err == nil || err.Error() != "Table does not exist: ok."+tc.name {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var other *catalog.OtherKindError
+		if errors.As(err, &other) != tc.view || tc.view && (other.Entity.Kind != catalog.KindView || other.Entity.MetadataLocation == "") {
+			t.Fatalf("%s: %#v", tc.name, err)
+		}
 	}
 }
