@@ -131,3 +131,20 @@ func TestRenameTrinoCatalog(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSparkToDuckDB: the translation of untrusted Spark SQL's quoting
+// keeps every position (same length) or refuses, and never panics.
+func FuzzSparkToDuckDB(f *testing.F) {
+	for _, s := range []string{"SELECT `a` FROM `c`.`n`.`t` WHERE x = \"s\"", `'it''s'`, "-- `c`\nSELECT 1", "/* ` */ `x`", "\\"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		out, err := viewrename.SparkToDuckDB(q)
+		if err != nil {
+			return
+		}
+		if len(out) != len(q) {
+			t.Fatalf("SparkToDuckDB(%q) = %q: length changed", q, out)
+		}
+	})
+}
