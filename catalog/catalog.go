@@ -304,8 +304,26 @@ func (c *Catalog) entity(ctx context.Context, wh string, id Ident, kind Kind) (E
 	if err != nil && floe.KindOf(err) != floe.NotFound {
 		return Entity{}, err
 	}
+	if err == nil {
+		return Entity{}, &OtherKindError{Err: notExist(kind, id), Entity: ent}
+	}
 	return Entity{}, notExist(kind, id)
 }
+
+// OtherKindError is the NotFound error of a lookup of a table or view
+// that found the other kind under the name: Entity is its pointer, so
+// that the caller may load it without a second lookup (LoadViewAt). Its
+// message is the NotFound error's.
+type OtherKindError struct {
+	Err    error
+	Entity Entity
+}
+
+// Error returns the NotFound error's message.
+func (e *OtherKindError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the NotFound error.
+func (e *OtherKindError) Unwrap() error { return e.Err }
 
 func notExist(kind Kind, id Ident) error {
 	if kind == KindView {

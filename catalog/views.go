@@ -103,6 +103,12 @@ func (c *Catalog) LoadView(ctx context.Context, wh string, id Ident) (*ViewState
 	return c.loadViewState(ctx, ent.MetadataLocation)
 }
 
+// LoadViewAt loads the view metadata at loc, the MetadataLocation of a
+// view's entity (see OtherKindError).
+func (c *Catalog) LoadViewAt(ctx context.Context, loc string) (*ViewState, error) {
+	return c.loadViewState(ctx, loc)
+}
+
 // ReplaceView commits requirements and updates to a view.
 func (c *Catalog) ReplaceView(ctx context.Context, wh string, id Ident, vc ViewCommit) (*ViewState, error) {
 	w, err := c.store.Warehouse(ctx, wh)

@@ -2,6 +2,8 @@ package restcat
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/apache/iceberg-go"
@@ -47,6 +49,9 @@ func (h *Handler) createView(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := h.require(r, authz.CreateView, authz.NamespaceOf(wh, ns)); err != nil {
+		return err
+	}
+	if err := h.checkDefiner(r, req.ViewVersion); err != nil {
 		return err
 	}
 	st, err := h.cat.CreateView(r.Context(), wh, ns, catalog.CreateViewRequest{
@@ -97,11 +102,55 @@ func (h *Handler) replaceView(w http.ResponseWriter, r *http.Request) error {
 			return floe.E(floe.Invalid, "", "identifier %s in the body does not match the path %s", bid, id)
 		}
 	}
+	for _, u := range req.Updates {
+		// add-view-version updates (the type is iceberg-go's own).
+		raw, err := json.Marshal(u)
+		if err != nil {
+			return fmt.Errorf("restcat: view update: %w", err)
+		}
+		var add struct {
+			Action  string        `json:"action"`
+			Version *view.Version `json:"view-version"`
+		}
+		if err := json.Unmarshal(raw, &add); err != nil {
+			return fmt.Errorf("restcat: view update: %w", err)
+		}
+		if err := h.checkDefiner(r, add.Version); err != nil {
+			return err
+		}
+	}
 	st, err := h.cat.ReplaceView(r.Context(), wh, id, catalog.ViewCommit{Requirements: req.Requirements, Updates: req.Updates})
 	if err != nil {
 		return err
 	}
 	writeRaw(w, http.StatusOK, viewResult(st))
+	return nil
+}
+
+// DefinerSummary is the view version summary key naming the principal
+// whose rights a SECURITY DEFINER view reads with (the SQL endpoint's
+// engine.DefinerSummary).
+const DefinerSummary = "floe.definer"
+
+// checkDefiner refuses a view version that names a principal other than
+// the caller as its definer: only the principal itself (or an
+// administrator) may write SQL that runs with its rights.
+func (h *Handler) checkDefiner(r *http.Request, v *view.Version) error {
+	if v == nil {
+		return nil
+	}
+	definer, ok := v.Summary[DefinerSummary]
+	if !ok {
+		return nil
+	}
+	c, err := h.caller(r)
+	if err != nil || c.unrestricted {
+		return err
+	}
+	if definer != c.sub.Principal {
+		return floe.E(floe.Forbidden, "privilege", "a view version naming %q as its definer (summary %s) may be written by that principal only, not by %s",
+			definer, DefinerSummary, c.sub)
+	}
 	return nil
 }
 
@@ -137,6 +186,14 @@ func (h *Handler) registerView(w http.ResponseWriter, r *http.Request) error {
 	st, err := h.cat.RegisterView(r.Context(), wh, id, req.MetadataLocation)
 	if err != nil {
 		return err
+	}
+	for _, v := range st.Metadata.Versions() {
+		if err := h.checkDefiner(r, v); err != nil {
+			if derr := h.cat.DropView(r.Context(), wh, id); derr != nil {
+				return errors.Join(err, derr)
+			}
+			return err
+		}
 	}
 	h.owned(r, authz.View(wh, id))
 	writeRaw(w, http.StatusOK, viewResult(st))

@@ -292,6 +292,11 @@ type Config struct {
 	// session together (env FLOE_SQL_MAX_TEMP_ROWS, default 10000000);
 	// their bytes count against sql_memory_limit. See docs/sql.md.
 	SQLMaxTempRows int `yaml:"sql_max_temp_rows"`
+	// SQLViewTrinoCatalog is the name Trino deployments give this
+	// catalog (env FLOE_SQL_VIEW_TRINO_CATALOG, default: the warehouse's
+	// name): the trino representation of a view the SQL endpoint creates
+	// names its tables in it. See docs/sql.md.
+	SQLViewTrinoCatalog string `yaml:"sql_view_trino_catalog"`
 	// SQLMaxStatementTimeout bounds every SQL statement's run (env
 	// FLOE_SQL_MAX_STATEMENT_TIMEOUT, flag --sql-max-statement-timeout,
 	// default 15m): a session's statement_timeout above it, or none, is
@@ -544,6 +549,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	str("FLOE_LISTEN", &c.Listen)
 	str("FLOE_STORE", &c.Store)
 	str("FLOE_WAREHOUSE", &c.Warehouse)
+	str("FLOE_SQL_VIEW_TRINO_CATALOG", &c.SQLViewTrinoCatalog)
 	str("FLOE_WAREHOUSE_LOCATION", &c.WarehouseLocation)
 	str("FLOE_BOOTSTRAP_CREDENTIAL", &c.BootstrapCredential)
 	str("FLOE_LOG_LEVEL", &c.LogLevel)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/sharing/deltasharing"
 	"github.com/floe-lake/floe/sharing/sharecat"
@@ -49,6 +50,11 @@ func (a *App) shareCatalogs() http.Handler {
 // renameView adapts the view rewriter to the share catalogs.
 func (a *App) renameView(ctx context.Context, query, dialect string, defaultNS []string,
 	rename func(ns []string, name string) (string, string, bool)) (string, error) {
+	if dialect != viewrename.DuckDB && dialect != viewrename.Spark {
+		// Share catalogs serve the dialects whose table references Floe's
+		// parser is known to find (a trino representation is left out).
+		return "", floe.E(floe.Invalid, "view", "views in dialect %q are not rewritten for shares", dialect)
+	}
 	out, err := a.viewRenamer.Rename(ctx, query, dialect, defaultNS, func(ns []string, name string) (viewrename.Name, bool) {
 		s, t, ok := rename(ns, name)
 		return viewrename.Name{Namespace: s, Name: t}, ok

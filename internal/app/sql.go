@@ -41,6 +41,7 @@ func (a *App) startSQL(ctx context.Context) error {
 	}
 	opts := engine.Options{
 		Warehouse:        cfg.Warehouse,
+		TrinoCatalog:     cfg.SQLViewTrinoCatalog,
 		Tables:           lake.New(a.cat, fsys, lake.Options{Logger: a.log}),
 		Catalog:          a.cat,
 		DDL:              a.cat,

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -27,6 +28,9 @@ type tableRef struct {
 	lineage bool
 	// tbl is the table, when loaded while looking for views (views.go).
 	tbl *table.Table
+	// rights is set for a name inside the expansion of a definer-rights
+	// view: it is read with the view owner's rights (views.go).
+	rights *viewRights
 }
 
 // atClause is a time-travel clause: AT (VERSION => n) or AT (TIMESTAMP => 'ts').
@@ -49,6 +53,10 @@ type analysis struct {
 	// temps are the session's temporary tables (lower case): a one-part
 	// name among them is left to DuckDB, which holds them (temp.go).
 	temps map[string]int64
+	// definers are the expansions of definer-rights views (by node
+	// identity, see nodeKey) and cur the rights of the node being walked.
+	definers map[uintptr]*viewRights
+	cur      *viewRights
 }
 
 // systemPatches complete DuckDB's pg_catalog views where psql and drivers
@@ -151,7 +159,13 @@ func unsupported(format string, args ...any) error {
 // references to DuckDB's own catalog, and functions that read the
 // environment.
 func analyze(stmt node, temps map[string]int64) (*analysis, error) {
-	a := &analysis{temps: temps}
+	return analyzeWith(stmt, temps, nil)
+}
+
+// analyzeWith is analyze with the expansions of definer-rights views: the
+// names inside one are read with its owner's rights.
+func analyzeWith(stmt node, temps map[string]int64, definers map[uintptr]*viewRights) (*analysis, error) {
+	a := &analysis{temps: temps, definers: definers}
 	if err := a.walk(stmt, nil); err != nil {
 		return nil, err
 	}
@@ -175,6 +189,11 @@ func (a *analysis) walk(v any, ctes []string) error {
 }
 
 func (a *analysis) walkNode(n node, ctes []string) error {
+	if r, ok := a.definers[nodeKey(n)]; ok && len(a.definers) > 0 {
+		saved := a.cur
+		a.cur = r
+		defer func() { a.cur = saved }()
+	}
 	pgCompat(n)
 	// CTEs defined at this node are in scope for all of its parts.
 	if cm, ok := n["cte_map"].(node); ok {
@@ -311,9 +330,13 @@ func (a *analysis) baseTable(n node, ctes []string) error {
 	if len(path) > 3 {
 		return &pgwire.Error{Code: pgwire.CodeSyntaxError, Message: fmt.Sprintf("improper qualified name (too many dotted names): %s", strings.Join(path, "."))}
 	}
-	a.refs = append(a.refs, &tableRef{n: n, path: path, at: at})
+	a.refs = append(a.refs, &tableRef{n: n, path: path, at: at, rights: a.cur})
 	return nil
 }
+
+// nodeKey identifies a tree node (a map) by identity: replace keeps a
+// reference's map when it turns it into a subquery.
+func nodeKey(n node) uintptr { return uintptr(reflect.ValueOf(n).UnsafePointer()) }
 
 // patch records a system view reference that systemPatches replaces.
 func (a *analysis) patch(n node, schema, name string) {

@@ -48,8 +48,10 @@ func TestViewDDL(t *testing.T) {
 	}
 	ver := v.Metadata.CurrentVersion()
 	const query = "(select id, upper(name) as name from crm.people where id > 1)"
-	if len(ver.Representations) != 2 || ver.Representations[0].Dialect != "duckdb" || ver.Representations[0].Sql != query ||
-		ver.Representations[1].Dialect != "spark" || ver.Representations[1].Sql != query {
+	const trino = `(select id, upper(name) as name from "floe"."crm"."people" where id > 1)`
+	if len(ver.Representations) != 3 || ver.Representations[0].Dialect != "duckdb" || ver.Representations[0].Sql != query ||
+		ver.Representations[1].Dialect != "trino" || ver.Representations[1].Sql != trino ||
+		ver.Representations[2].Dialect != "spark" || ver.Representations[2].Sql != query {
 		t.Fatalf("representations %+v", ver.Representations)
 	}
 	if len(ver.DefaultNamespace) != 1 || ver.DefaultNamespace[0] != "crm" {
@@ -150,23 +152,29 @@ func TestViewSparkRepresentation(t *testing.T) {
 	for i, tc := range []struct {
 		query string
 		spark string // "" = no spark representation
+		trino string // "" = no trino representation
 	}{
 		{`select id, name as account_name, coalesce(amount, 0) as amount from "floe"."vs"."t"`,
-			"select id, name as account_name, coalesce(amount, 0) as amount from `vs`.`t`"},
+			"select id, name as account_name, coalesce(amount, 0) as amount from `vs`.`t`",
+			`select id, name as account_name, coalesce(amount, 0) as amount from "floe"."vs"."t"`},
 		{`select id, count(*) as n, sum(case when lower(stage) = 'won' then amount end) as won from vs.t where amount is not null and stage in ('a', 'b') group by id`,
-			`select id, count(*) as n, sum(case when lower(stage) = 'won' then amount end) as won from vs.t where amount is not null and stage in ('a', 'b') group by id`},
+			`select id, count(*) as n, sum(case when lower(stage) = 'won' then amount end) as won from vs.t where amount is not null and stage in ('a', 'b') group by id`,
+			`select id, count(*) as n, sum(case when lower(stage) = 'won' then amount end) as won from "floe"."vs"."t" where amount is not null and stage in ('a', 'b') group by id`},
 		{`select a.id, b.name from vs.t a left join vs.t b on a.id = b.id where a.name like 'x%'`,
-			`select a.id, b.name from vs.t a left join vs.t b on a.id = b.id where a.name like 'x%'`},
-		{`select * from vs.t`, `select * from vs.t`},
-		{`select cast(id as varchar) as s from vs.t`, ""},
-		{`select id::varchar as s from vs.t`, ""},
-		{`select row_number() over (order by id) as r from vs.t`, ""},
-		{`select id from vs.t limit 5`, ""},
-		{`select date_trunc('day', now()) as d from vs.t`, ""},
-		{`select concat(name, 'x') as s from vs.t`, ""},
-		{`select * exclude (name) from vs.t`, ""},
-		{`select id, count(*) as n from vs.t group by all`, ""},
-		{`select 'it''s' as s from vs.t`, ""},
+			`select a.id, b.name from vs.t a left join vs.t b on a.id = b.id where a.name like 'x%'`,
+			`select a.id, b.name from "floe"."vs"."t" a left join "floe"."vs"."t" b on a.id = b.id where a.name like 'x%'`},
+		{`select t.id from vs.t`, `select t.id from vs.t`, `select t.id from "floe"."vs"."t"`},
+		{`select id / 2 as h from vs.t`, `select id / 2 as h from vs.t`, ""},
+		{`select * from vs.t`, `select * from vs.t`, `select * from "floe"."vs"."t"`},
+		{`select cast(id as varchar) as s from vs.t`, "", ""},
+		{`select id::varchar as s from vs.t`, "", ""},
+		{`select row_number() over (order by id) as r from vs.t`, "", ""},
+		{`select id from vs.t limit 5`, "", ""},
+		{`select date_trunc('day', now()) as d from vs.t`, "", ""},
+		{`select concat(name, 'x') as s from vs.t`, "", ""},
+		{`select * exclude (name) from vs.t`, "", ""},
+		{`select id, count(*) as n from vs.t group by all`, "", ""},
+		{`select 'it''s' as s from vs.t`, "", ""},
 	} {
 		name := fmt.Sprintf("v%d", i)
 		execTag(t, c, "CREATE VIEW vs."+name+" AS "+tc.query)
@@ -183,6 +191,9 @@ func TestViewSparkRepresentation(t *testing.T) {
 		}
 		if got["spark"] != tc.spark {
 			t.Errorf("%s: spark representation %q, want %q", tc.query, got["spark"], tc.spark)
+		}
+		if got["trino"] != tc.trino {
+			t.Errorf("%s: trino representation %q, want %q", tc.query, got["trino"], tc.trino)
 		}
 	}
 }

@@ -96,6 +96,7 @@ type ddlParsed struct {
 	path        []string // the schema's or table's name parts, unquoted
 	ifExists    bool     // IF EXISTS / IF NOT EXISTS
 	orReplace   bool
+	security    string // CREATE VIEW ... SECURITY DEFINER|INVOKER: "definer", "invoker" or "" (invoker)
 	cascade     bool
 	purge       bool
 	cols        []colDef
@@ -300,6 +301,16 @@ func (p *ddlParser) createView(d *ddlParsed) error {
 	}
 	if p.punct("(") {
 		return unsupported("CREATE VIEW with column names is not supported: name the columns in the query")
+	}
+	if p.accept("security") {
+		switch {
+		case p.accept("definer"):
+			d.security = securityDefiner
+		case p.accept("invoker"):
+			d.security = securityInvoker
+		default:
+			return p.errAt("expected DEFINER or INVOKER after SECURITY")
+		}
 	}
 	if !p.accept("as") {
 		return p.errAt("expected AS")

@@ -56,6 +56,13 @@ func TestParseDDL(t *testing.T) {
 			return d.commentsCol && d.col == "c" && len(d.path) == 3 && *d.comment == "it's"
 		}},
 		{"COMMENT ON TABLE s.t IS NULL", func(d *ddlParsed) bool { return d.comment == nil && !d.commentsCol }},
+		{"CREATE VIEW s.v SECURITY DEFINER AS SELECT 1 AS a", func(d *ddlParsed) bool {
+			return d.kind == ddlCreateView && d.security == securityDefiner && d.query == "SELECT 1 AS a"
+		}},
+		{"create or replace view s.v security invoker as (select 1 as a)", func(d *ddlParsed) bool {
+			return d.orReplace && d.security == securityInvoker && d.query == "(select 1 as a)"
+		}},
+		{"CREATE VIEW s.v AS SELECT 1 AS security", func(d *ddlParsed) bool { return d.security == "" }},
 	} {
 		d, err := parseDDL(tc.sql)
 		if err != nil {
@@ -81,6 +88,8 @@ func TestParseDDL(t *testing.T) {
 		{"CREATE TABLE s.t (a int) PARTITIONED BY (zorder(a))", "0A000"},
 		{"COMMENT ON TABLE s.t IS 5", "42601"},
 		{"CREATE TABLE s.t (a numeric(3, 4))", "42601"},
+		{"CREATE VIEW s.v SECURITY OWNER AS SELECT 1", "42601"},
+		{"CREATE VIEW s.v SECURITY AS SELECT 1", "42601"},
 	} {
 		_, err := parseDDL(tc.sql)
 		var pe *pgwire.Error
@@ -104,6 +113,7 @@ func FuzzParseDDL(f *testing.F) {
 		"COMMENT ON COLUMN a.b.c IS 'x''y'",
 		"DROP TABLE IF EXISTS floe.a.b PURGE",
 		"CREATE OR REPLACE VIEW a.v AS (SELECT 1 AS x)",
+		"CREATE VIEW a.v SECURITY DEFINER AS SELECT 1",
 		"ALTER VIEW IF EXISTS a.v RENAME TO w",
 		"DROP VIEW IF EXISTS floe.a.v CASCADE",
 		`CREATE TEMPORARY TABLE "t" AS (SELECT * FROM a.b)`,

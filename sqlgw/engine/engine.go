@@ -25,6 +25,7 @@ import (
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/sqlgw/pgwire"
+	"github.com/floe-lake/floe/sqlgw/viewrename"
 )
 
 // Tables opens Floe tables as iceberg-go tables (*lake.Lake).
@@ -73,6 +74,10 @@ const (
 type Options struct {
 	// Warehouse is the warehouse of two-part table names (required).
 	Warehouse string
+	// TrinoCatalog is the name Trino deployments give this catalog
+	// (default: Warehouse): the trino representation of a view the SQL
+	// endpoint creates names its tables in it (viewdialect.go).
+	TrinoCatalog string
 	// Tables loads tables (required).
 	Tables Tables
 	// Catalog lists namespaces and tables (required).
@@ -132,14 +137,17 @@ type Options struct {
 // at the chosen snapshot, with deletes applied and the caller's data
 // filters enforced. It implements pgwire.Engine and pgwire.SessionHooks.
 type Engine struct {
-	opts    Options
-	log     *slog.Logger
-	files   *fileCache
-	plans   *planCache
-	filters *lru.Cache[string, string] // row filter and its column names -> canonical SQL, "" if refused
-	queries atomic.Uint64
-	kept    tableCacheCounters
-	planned planCounters
+	// rewriter writes the trino representation of views (viewdialect.go).
+	rewriter *viewrename.Rewriter
+	opts     Options
+	log      *slog.Logger
+	files    *fileCache
+	plans    *planCache
+	filters  *lru.Cache[string, string] // row filter and its column names -> canonical SQL, "" if refused
+	trees    *lru.Cache[string, []byte] // a view's expansion SQL -> its syntax tree (JSON), see views.go
+	queries  atomic.Uint64
+	kept     tableCacheCounters
+	planned  planCounters
 }
 
 // planCounters count the scan plans made: in full, and from a parent
@@ -191,13 +199,21 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{opts: opts, log: opts.Logger, files: newFileCache(opts.Objects, opts.CacheBytes, opts.CacheFiles), plans: plans, filters: filters}, nil
+	if opts.TrinoCatalog == "" {
+		opts.TrinoCatalog = opts.Warehouse
+	}
+	trees, err := lru.New[string, []byte](maxViewTrees)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{opts: opts, log: opts.Logger, files: newFileCache(opts.Objects, opts.CacheBytes, opts.CacheFiles), plans: plans, filters: filters,
+		rewriter: viewrename.New(), trees: trees}, nil
 }
 
 // Close releases the file cache. Sessions must have ended.
 func (e *Engine) Close() error {
 	e.files.close()
-	return nil
+	return e.rewriter.Close()
 }
 
 // TableCacheStats reports how often sessions found a table's rows kept in
@@ -626,6 +642,13 @@ func (ss *session) replace(ctx context.Context, ref *tableRef, view string) erro
 	if err != nil || len(stmts) != 1 {
 		return fmt.Errorf("engine: the view of %s does not parse: %w", strings.Join(ref.path, "."), err)
 	}
+	replaceWith(ref, stmts[0])
+	return nil
+}
+
+// replaceWith turns a table reference node into a subquery of the
+// statement tree stmt.
+func replaceWith(ref *tableRef, stmt node) {
 	n := ref.n
 	alias, _ := n["alias"].(string)
 	if alias == "" {
@@ -637,7 +660,7 @@ func (ss *session) replace(ctx context.Context, ref *tableRef, view string) erro
 		"sample":                n["sample"],
 		"query_location":        n["query_location"],
 		"query_location_length": n["query_location_length"],
-		"subquery":              stmts[0],
+		"subquery":              stmt,
 		"column_name_alias":     n["column_name_alias"],
 	}
 	if sub["column_name_alias"] == nil {
@@ -647,7 +670,6 @@ func (ss *session) replace(ctx context.Context, ref *tableRef, view string) erro
 	for k, v := range sub {
 		n[k] = v
 	}
-	return nil
 }
 
 // describe reads the parameter and result types of a prepared statement.

@@ -16,3 +16,9 @@ func (e *Engine) PlanForTest(ctx context.Context, tbl *table.Table, snapshot int
 func (e *Engine) ForgetPlanForTest(tbl *table.Table, snapshot int64) {
 	e.plans.c.Remove(planKey{table: tbl.Metadata().TableUUID().String(), snapshot: snapshot})
 }
+
+// ViewTreesForTest is how many parsed view expansions the engine keeps.
+func (e *Engine) ViewTreesForTest() int { return e.trees.Len() }
+
+// MaxViewTrees is the bound of the engine's cache of view trees.
+const MaxViewTrees = maxViewTrees

@@ -52,12 +52,21 @@ func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *
 		return nil, &pgwire.Error{Code: pgwire.CodeUndefinedTable, Message: fmt.Sprintf("relation %q does not exist", strings.Join(ref.path, "."))}
 	}
 	var filters []authz.DataFilter
-	if !ss.unrestricted && !ss.createdHere(wh, id) {
+	// A table a definer-rights view reads is read with its owner's rights
+	// (views.go), any other with the session's.
+	sub, unrestricted := ss.sub, ss.unrestricted && ref.rights == nil
+	if ref.rights != nil {
+		sub = ref.rights.sub
+	}
+	if !unrestricted && (ref.rights != nil || !ss.createdHere(wh, id)) {
 		pol, err := e.opts.Policies.Policy(ctx)
 		if err != nil {
 			return nil, floe.Wrap(floe.Unavailable, err, "authorization policy unavailable")
 		}
-		if filters, err = pol.ReadFilters(ss.sub, authz.Table(wh, id)); err != nil {
+		if filters, err = pol.ReadFilters(sub, authz.Table(wh, id)); err != nil {
+			if ref.rights != nil {
+				return nil, ref.rights.denied(wh, id, err)
+			}
 			return nil, err
 		}
 	}
@@ -116,7 +125,7 @@ func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *
 	if err != nil {
 		return nil, err
 	}
-	if r.sql, err = e.policySQL(ctx, ss, wh, id, tbl, base, filters, lineage); err != nil {
+	if r.sql, err = e.policySQL(ctx, ss, sub, wh, id, tbl, base, filters, lineage); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -37,14 +37,18 @@ type Binder interface {
 // authz.Policy.BindFilters), storing the bindings made by this first read
 // before they are used; nil when the caller may read the whole table.
 func (e *Engine) boundFilters(ctx context.Context, ss *session, wh string, id catalog.Ident, tbl *table.Table) ([]authz.BoundFilter, *authz.TableColumns, error) {
-	tc := authz.ColumnsOf(tbl.Metadata())
-	sec := authz.Table(wh, id)
+	return e.boundFiltersOf(ctx, ss.sub, authz.Table(wh, id), authz.ColumnsOf(tbl.Metadata()))
+}
+
+// boundFiltersOf returns sub's data filters on the table or view sec, whose
+// columns are tc, by field id (see boundFilters).
+func (e *Engine) boundFiltersOf(ctx context.Context, sub authz.Subject, sec authz.Securable, tc *authz.TableColumns) ([]authz.BoundFilter, *authz.TableColumns, error) {
 	for attempt := 0; ; attempt++ {
 		pol, err := e.opts.Policies.Policy(ctx)
 		if err != nil {
 			return nil, nil, floe.Wrap(floe.Unavailable, err, "authorization policy unavailable")
 		}
-		b, err := pol.BindFilters(ss.sub, sec, tc)
+		b, err := pol.BindFilters(sub, sec, tc)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -69,7 +73,7 @@ func (e *Engine) boundFilters(ctx context.Context, ss *session, wh string, id ca
 // by field id: only rows some filter admits, only columns some filter
 // shows, and a column's value only where a filter that shows it admits the
 // row.
-func (e *Engine) policySQL(ctx context.Context, ss *session, wh string, id catalog.Ident, tbl *table.Table, base string, filters []authz.DataFilter, lineage bool) (string, error) {
+func (e *Engine) policySQL(ctx context.Context, ss *session, sub authz.Subject, wh string, id catalog.Ident, tbl *table.Table, base string, filters []authz.DataFilter, lineage bool) (string, error) {
 	cols, err := columnsOf(tbl.Schema())
 	if err != nil {
 		return "", err
@@ -77,7 +81,14 @@ func (e *Engine) policySQL(ctx context.Context, ss *session, wh string, id catal
 	if filters == nil {
 		return base, nil
 	}
-	bound, tc, err := e.boundFilters(ctx, ss, wh, id, tbl)
+	return e.filterSQL(ctx, ss, sub, authz.Table(wh, id), id, authz.ColumnsOf(tbl.Metadata()), cols, base, lineage)
+}
+
+// filterSQL wraps base, the rows of the table or view sec with columns
+// cols (tc by field id), in sub's data filters on it.
+func (e *Engine) filterSQL(ctx context.Context, ss *session, sub authz.Subject, sec authz.Securable, id catalog.Ident, tc *authz.TableColumns, cols []column, base string, lineage bool) (string, error) {
+	wh := sec.Warehouse
+	bound, tc, err := e.boundFiltersOf(ctx, sub, sec, tc)
 	if err != nil {
 		return "", err
 	}
@@ -121,7 +132,7 @@ func (e *Engine) policySQL(ctx context.Context, ss *session, wh string, id catal
 		}
 	}
 	if len(proj) == 0 {
-		return "", floe.E(floe.Forbidden, "privilege", "%s may read no column of this table", ss.sub)
+		return "", floe.E(floe.Forbidden, "privilege", "%s may read no column of %s", sub, sec)
 	}
 	if lineage {
 		// Row identity, not data: shown with every row the caller may see.

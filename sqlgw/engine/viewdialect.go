@@ -2,7 +2,12 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
+
+	"github.com/apache/iceberg-go/view"
+
+	"github.com/floe-lake/floe/sqlgw/viewrename"
 )
 
 // A view the SQL endpoint creates carries, next to its duckdb
@@ -18,8 +23,12 @@ import (
 // with its duckdb representation alone, as before: Spark then refuses to
 // expand it, rather than computing something different.
 
-// sparkDialect is the dialect name Spark's Iceberg views use.
-const sparkDialect = "spark"
+// sparkDialect and trinoDialect are the dialect names Spark's and Trino's
+// Iceberg views use.
+const (
+	sparkDialect = "spark"
+	trinoDialect = "trino"
+)
 
 // portableFunctions are the functions (DuckDB's names in the parsed tree)
 // with the same meaning in DuckDB and Spark SQL for the arguments a view
@@ -58,54 +67,61 @@ func (ss *session) sparkView(ctx context.Context, query, wh string) string {
 
 // portableTree reports whether every node under v is one whose meaning
 // DuckDB and Spark share.
-func portableTree(v any) bool {
+func portableTree(v any) bool { return unportable(v, sparkDialect) == "" }
+
+// unportable returns what, under v, is outside the subset whose meaning
+// DuckDB and dialect (spark or trino) share, "" when nothing is: it names
+// the construct, as in "function date_format".
+func unportable(v any, dialect string) string {
 	switch x := v.(type) {
 	case []any:
 		for _, c := range x {
-			if !portableTree(c) {
-				return false
+			if why := unportable(c, dialect); why != "" {
+				return why
 			}
 		}
-		return true
 	case node:
-		if !portableNode(x) {
-			return false
+		if why := unportableNode(x, dialect); why != "" {
+			return why
 		}
 		for k, c := range x {
 			if k == "query_location" || k == "query_location_length" {
 				continue
 			}
-			if !portableTree(c) {
-				return false
+			if why := unportable(c, dialect); why != "" {
+				return why
 			}
 		}
-		return true
-	default:
-		return true
 	}
+	return ""
 }
 
-func portableNode(n node) bool {
+func unportableNode(n node, dialect string) string {
 	if class, ok := n["class"].(string); ok {
 		if !portableClasses[class] {
-			return false
+			return "a " + strings.ToLower(strings.ReplaceAll(class, "_", " ")) + " expression"
 		}
 		switch class {
 		case "FUNCTION":
 			name, _ := n["function_name"].(string)
 			schema, _ := n["schema"].(string)
-			if !portableFunctions[strings.ToLower(name)] || schema != "" || n["filter"] != nil || n["order_bys"] != nil && !emptyOrders(n["order_bys"]) {
-				return false
+			name = strings.ToLower(name)
+			if !portableFunctions[name] || schema != "" || dialect == trinoDialect && name == "/" {
+				// Trino divides integers as integers; DuckDB and Spark do not.
+				return "function " + name
+			}
+			if n["filter"] != nil || n["order_bys"] != nil && !emptyOrders(n["order_bys"]) {
+				return "an aggregate's FILTER or ORDER BY"
 			}
 		case "OPERATOR":
 			switch n["type"] {
 			case "OPERATOR_NOT", "OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL", "COMPARE_IN", "COMPARE_NOT_IN", "OPERATOR_COALESCE":
 			default:
-				return false
+				return "operator " + strings.ToLower(fmt.Sprint(n["type"]))
 			}
 		case "STAR":
 			if !emptyList(n["exclude_list"]) || !emptyList(n["qualified_exclude_list"]) || !emptyList(n["replace_list"]) || !emptyList(n["rename_list"]) || n["columns"] == true || n["expr"] != nil {
-				return false
+				return "a * with EXCLUDE, REPLACE or COLUMNS"
 			}
 		case "CONSTANT":
 			// The parser's literal as written: numbers, strings, NULL,
@@ -115,27 +131,30 @@ func portableNode(n node) bool {
 			switch kind {
 			case "INTEGER", "DECIMAL", "DOUBLE", "FLOAT", "STRING", "NULL", "NULL_LITERAL", "BOOLEAN":
 			default:
-				return false
+				return "a " + strings.ToLower(kind) + " literal"
 			}
 		}
-		return true
+		return ""
 	}
 	t, ok := n["type"].(string)
 	if !ok {
-		return true // a plain container (a modifier's entries, a value)
+		return "" // a plain container (a modifier's entries, a value)
 	}
-	if t == "LIMIT_MODIFIER" || t == "LIMIT_PERCENT_MODIFIER" || !portableTypes[t] && !isValueType(n) {
-		return false
+	if t == "LIMIT_MODIFIER" || t == "LIMIT_PERCENT_MODIFIER" {
+		return "LIMIT"
+	}
+	if !portableTypes[t] && !isValueType(n) {
+		return strings.ToLower(strings.ReplaceAll(t, "_", " "))
 	}
 	if t == "SELECT_NODE" {
 		if h, _ := n["aggregate_handling"].(string); h != "" && h != "STANDARD_HANDLING" {
-			return false // GROUP BY ALL
+			return "GROUP BY ALL"
 		}
 		if n["qualify"] != nil || n["sample"] != nil {
-			return false
+			return "QUALIFY or a sample"
 		}
 	}
-	return true
+	return ""
 }
 
 // isValueType reports a CONSTANT's value or type node (its "type" is a
@@ -266,4 +285,141 @@ func sparkText(query, wh string) (string, bool) {
 
 func isIdentByte(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+}
+
+// trinoView returns query in Trino's dialect for a view of warehouse wh,
+// or "" when it is not portable: the text as written (Trino quotes as
+// DuckDB does), each table named in full in the Trino catalog
+// (Options.TrinoCatalog): Trino's Iceberg REST connector analyses a view
+// in its default-catalog, which Floe's views leave unset, so a name must
+// carry its catalog. The rewrite is checked on the parsed tree
+// (viewrename).
+func (ss *session) trinoView(ctx context.Context, query, wh string) string {
+	stmts, err := ss.serialize(ctx, query)
+	if err != nil || len(stmts) != 1 {
+		return ""
+	}
+	sel, _ := stmts[0]["node"].(node)
+	if sel == nil || unportable(sel, trinoDialect) != "" {
+		return ""
+	}
+	if _, ok := sparkText(query, wh); !ok {
+		return "" // lexically unsafe text (escapes, casts, parameters)
+	}
+	cat := ss.e.opts.TrinoCatalog
+	out, err := ss.e.rewriter.Rename(ctx, query, viewrename.Trino, nil, func(ns []string, name string) (viewrename.Name, bool) {
+		if len(ns) != 1 {
+			return viewrename.Name{}, false
+		}
+		return viewrename.Name{Catalog: cat, Namespace: ns[0], Name: name}, true
+	})
+	if err != nil {
+		return ""
+	}
+	return out
+}
+
+// foreignSQL turns the SQL of a view representation in Spark's or Trino's
+// dialect into the DuckDB query it means, or says why it cannot ("" and
+// the reason): the text is translated lexically (Spark's `identifiers`
+// and "strings" to DuckDB's quoting, which Trino shares), parsed, and
+// must be within the shared subset (unportable); on the tree, a table
+// qualified with the view's default catalog (or the warehouse) loses the
+// qualifier, and an unqualified one is placed in the view's default
+// namespace. Any other catalog is refused. The query run is the tree
+// checked, printed back by DuckDB.
+func (ss *session) foreignSQL(ctx context.Context, rep view.Representation, ver *view.Version, wh string) (string, string) {
+	work := rep.Sql
+	if strings.EqualFold(rep.Dialect, sparkDialect) {
+		var err error
+		if work, err = viewrename.SparkToDuckDB(work); err != nil {
+			return "", "quotes or escapes whose meaning differs"
+		}
+	}
+	if _, ok := sparkText(work, wh); !ok {
+		return "", "quotes, escapes, casts or parameters whose meaning differs"
+	}
+	stmts, err := ss.serialize(ctx, work)
+	if err != nil || len(stmts) != 1 {
+		return "", "SQL Floe cannot parse"
+	}
+	sel, _ := stmts[0]["node"].(node)
+	if sel == nil {
+		return "", "not one query"
+	}
+	if why := unportable(sel, strings.ToLower(rep.Dialect)); why != "" {
+		return "", "uses " + why
+	}
+	ctes := map[string]bool{}
+	collectCTENames(sel, ctes)
+	var bad string
+	visitBaseTables(sel, func(t node) {
+		cat, _ := t["catalog_name"].(string)
+		schema, _ := t["schema_name"].(string)
+		name, _ := t["table_name"].(string)
+		switch {
+		case cat != "" && !strings.EqualFold(cat, ver.DefaultCatalog) && !strings.EqualFold(cat, wh):
+			bad = "names catalog " + cat
+		case schema == "" && ctes[strings.ToLower(name)]:
+			return
+		case schema == "" && len(ver.DefaultNamespace) != 1:
+			bad = "names table " + name + " without a one-level default namespace"
+		case schema == "":
+			schema = ver.DefaultNamespace[0]
+		}
+		t["catalog_name"], t["schema_name"] = "", schema
+		if _, ok := t["qualified_name"]; ok {
+			t["qualified_name"] = node{"path": []any{schema, name}}
+		}
+	})
+	if bad != "" {
+		return "", bad
+	}
+	out, err := ss.deserialize(ctx, stmts[0])
+	if err != nil {
+		return "", "SQL Floe cannot print back"
+	}
+	return out, ""
+}
+
+// collectCTENames adds the lower-case names of every CTE under v.
+func collectCTENames(v any, out map[string]bool) {
+	switch x := v.(type) {
+	case []any:
+		for _, c := range x {
+			collectCTENames(c, out)
+		}
+	case node:
+		if m, ok := x["cte_map"].(node); ok {
+			if entries, ok := m["map"].([]any); ok {
+				for _, e := range entries {
+					if en, ok := e.(node); ok {
+						if k, ok := en["key"].(string); ok {
+							out[strings.ToLower(k)] = true
+						}
+					}
+				}
+			}
+		}
+		for _, c := range x {
+			collectCTENames(c, out)
+		}
+	}
+}
+
+// visitBaseTables calls fn for every base table reference under v.
+func visitBaseTables(v any, fn func(node)) {
+	switch x := v.(type) {
+	case []any:
+		for _, c := range x {
+			visitBaseTables(c, fn)
+		}
+	case node:
+		if x["type"] == "BASE_TABLE" {
+			fn(x)
+		}
+		for _, c := range x {
+			visitBaseTables(c, fn)
+		}
+	}
 }

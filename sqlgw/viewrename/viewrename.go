@@ -35,14 +35,18 @@ import (
 const (
 	DuckDB = "duckdb"
 	Spark  = "spark"
+	// Trino is quoted as DuckDB is ("identifiers", 'strings'); a Trino
+	// view's names are usually qualified with the Trino catalog (Name.Catalog).
+	Trino = "trino"
 )
 
 // MaxSQLBytes bounds the SQL of one representation.
 const MaxSQLBytes = 256 << 10
 
-// Name is a table's name: a one-level namespace and a name.
+// Name is a table's name: a one-level namespace and a name, and a catalog
+// qualifier to write before them ("" for none).
 type Name struct {
-	Namespace, Name string
+	Catalog, Namespace, Name string
 }
 
 // Renamer returns the new name of the table the query reads as namespace
@@ -117,7 +121,7 @@ func (r *Rewriter) Rename(ctx context.Context, query, dialect string, defaultNS 
 		if work, err = sparkToDuckDB(query); err != nil {
 			return "", err
 		}
-	} else if dialect != DuckDB {
+	} else if dialect != DuckDB && dialect != Trino {
 		return "", floe.E(floe.Invalid, "view", "views in dialect %q are not rewritten", dialect)
 	}
 	r.mu.Lock()
@@ -163,9 +167,13 @@ func (r *Rewriter) Rename(ctx context.Context, query, dialect string, defaultNS 
 			rf.alias = name
 			t["alias"] = name
 		}
-		t["catalog_name"], t["schema_name"], t["table_name"] = "", to.Namespace, to.Name
+		t["catalog_name"], t["schema_name"], t["table_name"] = to.Catalog, to.Namespace, to.Name
 		if _, ok := t["qualified_name"]; ok {
-			t["qualified_name"] = node{"path": []any{to.Namespace, to.Name}}
+			path := []any{to.Namespace, to.Name}
+			if to.Catalog != "" {
+				path = []any{to.Catalog, to.Namespace, to.Name}
+			}
+			t["qualified_name"] = node{"path": path}
 		}
 		refs = append(refs, rf)
 	})
@@ -366,6 +374,9 @@ func replace(query, work string, refs []ref, dialect string) (string, error) {
 		}
 		last = rf.loc
 		name := quote(rf.to.Namespace, dialect) + "." + quote(rf.to.Name, dialect)
+		if rf.to.Catalog != "" {
+			name = quote(rf.to.Catalog, dialect) + "." + name
+		}
 		if rf.alias != "" {
 			name += " AS " + quote(rf.alias, dialect)
 		}
@@ -436,6 +447,11 @@ func identifier(s string, i int) (int, bool) {
 	}
 	return j, true
 }
+
+// SparkToDuckDB translates Spark SQL's quoting into DuckDB's, as the
+// checks of Rename do (see sparkToDuckDB): the error is Invalid when the
+// text's meaning could differ.
+func SparkToDuckDB(q string) (string, error) { return sparkToDuckDB(q) }
 
 // sparkToDuckDB translates Spark SQL's quoting into DuckDB's without
 // changing any position: `identifiers` become "identifiers" and "strings"

@@ -58,7 +58,7 @@ func TestRename(t *testing.T) {
 		{"two statements", viewrename.DuckDB, `SELECT 1; SELECT 2`, nil, "", errInvalid},
 		{"not SQL", viewrename.DuckDB, `SELEKT`, nil, "", errInvalid},
 		{"spark backslash", viewrename.Spark, `SELECT 'a\'b' FROM crm.accounts`, nil, "", errInvalid},
-		{"unknown dialect", "trino", `SELECT 1`, nil, "", errInvalid},
+		{"unknown dialect", "hive", `SELECT 1`, nil, "", errInvalid},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := r.Rename(ctx, tt.query, tt.dialect, tt.defaultNS, shared)
@@ -109,6 +109,42 @@ func FuzzRename(f *testing.F) {
 			if errors.Is(err, viewrename.ErrNotShared) {
 				t.Fatalf("the rewrite of %q still reads an unrenamed table: %q", q, got)
 			}
+		}
+	})
+}
+
+// A Trino representation: names written in full with a catalog, checked
+// on the tree like the others.
+func TestRenameTrinoCatalog(t *testing.T) {
+	r := viewrename.New()
+	defer func() { _ = r.Close() }()
+	for _, tc := range []struct{ query, want string }{
+		{`SELECT a.id FROM crm.accounts a`, `SELECT a.id FROM "floe"."crm"."accounts" a`},
+		{`SELECT id FROM "lake"."crm"."accounts" WHERE x = 'crm.accounts'`, `SELECT id FROM "floe"."crm"."accounts" WHERE x = 'crm.accounts'`},
+		{`WITH c AS (SELECT 1 AS id) SELECT c.id FROM c JOIN crm.o ON c.id = o.id`, `WITH c AS (SELECT 1 AS id) SELECT c.id FROM c JOIN "floe"."crm"."o" ON c.id = o.id`},
+	} {
+		got, err := r.Rename(context.Background(), tc.query, viewrename.Trino, nil, func(ns []string, name string) (viewrename.Name, bool) {
+			return viewrename.Name{Catalog: "floe", Namespace: ns[0], Name: name}, len(ns) == 1
+		})
+		if err != nil || got != tc.want {
+			t.Errorf("Rename(%q) = %q, %v; want %q", tc.query, got, err, tc.want)
+		}
+	}
+}
+
+// FuzzSparkToDuckDB: the translation of untrusted Spark SQL's quoting
+// keeps every position (same length) or refuses, and never panics.
+func FuzzSparkToDuckDB(f *testing.F) {
+	for _, s := range []string{"SELECT `a` FROM `c`.`n`.`t` WHERE x = \"s\"", `'it''s'`, "-- `c`\nSELECT 1", "/* ` */ `x`", "\\"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		out, err := viewrename.SparkToDuckDB(q)
+		if err != nil {
+			return
+		}
+		if len(out) != len(q) {
+			t.Fatalf("SparkToDuckDB(%q) = %q: length changed", q, out)
 		}
 	})
 }
