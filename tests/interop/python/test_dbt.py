@@ -71,8 +71,8 @@ def check_models(catalog, schema: str) -> None:
     assert [f.name for f in next(s for s in md.schemas if s.schema_id == cur.schema_id).fields] == [
         "account_id", "account_name", "industry", "country", "region", "annual_revenue"]
     reps = [r.root for r in cur.representations]
-    assert [r.dialect for r in reps] == ["duckdb", "spark"]
-    assert '"crm"."accounts"' in reps[0].sql and "`crm`.`accounts`" in reps[1].sql
+    assert [r.dialect for r in reps] == ["duckdb", "trino", "spark"]
+    assert '"crm"."accounts"' in reps[0].sql and '"floe"."crm"."accounts"' in reps[1].sql and "`crm`.`accounts`" in reps[2].sql
 
 
 def test_dbt_build_twice_and_pyiceberg_reads_the_models(floe_demo, tmp_path, unique: str) -> None:
