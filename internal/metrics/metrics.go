@@ -12,6 +12,7 @@ package metrics
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,9 +46,12 @@ type Metrics struct {
 
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
-	// children caches the label children of each request series (the
-	// label sets are bounded, so is the map).
+	// children caches the label children of each request series. The
+	// label sets are bounded by the callers (route templates); as a
+	// backstop against a caller that is not, past MaxHTTPSeries series
+	// new routes count as "other".
 	children sync.Map // httpKey → *httpChild
+	series   atomic.Int64
 
 	commits     *prometheus.CounterVec
 	vended      *prometheus.CounterVec
@@ -114,6 +118,10 @@ func New() *Metrics {
 	return m
 }
 
+// MaxHTTPSeries bounds the label sets of the HTTP request metrics: past
+// it, requests of a route not yet seen count under route "other".
+const MaxHTTPSeries = 4096
+
 // Registry returns the registry (nil on a nil *Metrics).
 func (m *Metrics) Registry() *prometheus.Registry {
 	if m == nil {
@@ -135,10 +143,24 @@ func (m *Metrics) ObserveRequest(q obs.Request) {
 	k := httpKey{q.Listener, q.Route, q.Method, q.Status}
 	c, ok := m.children.Load(k)
 	if !ok {
-		c, _ = m.children.LoadOrStore(k, &httpChild{
-			count:    m.httpRequests.WithLabelValues(q.Listener, q.Route, q.Method, obs.StatusLabel(q.Status)),
-			duration: m.httpDuration.WithLabelValues(q.Listener, q.Route, q.Method),
-		})
+		if m.series.Load() >= MaxHTTPSeries {
+			k.route = obs.Other
+			if c, ok = m.children.Load(k); !ok {
+				k.listener, k.method, k.status = obs.Other, obs.Other, 0
+				c, ok = m.children.Load(k)
+			}
+		}
+		if !ok {
+			m.series.Add(1)
+			var loaded bool
+			c, loaded = m.children.LoadOrStore(k, &httpChild{
+				count:    m.httpRequests.WithLabelValues(k.listener, k.route, k.method, obs.StatusLabel(k.status)),
+				duration: m.httpDuration.WithLabelValues(k.listener, k.route, k.method),
+			})
+			if loaded {
+				m.series.Add(-1)
+			}
+		}
 	}
 	ch := c.(*httpChild)
 	ch.count.Inc()
