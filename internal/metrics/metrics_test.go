@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +115,65 @@ func TestHTTPSeriesBound(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.httpRequests.WithLabelValues("other", "other", "other", "other")); got != 5000 {
 		t.Fatalf("requests past the bound: %v, want 5000", got)
+	}
+}
+
+// BenchmarkObserveRequest is the cost of counting and timing one request
+// (a series seen before), from many goroutines.
+func BenchmarkObserveRequest(b *testing.B) {
+	m := New()
+	q := obs.Request{Listener: "rest", Route: "/v1/{prefix}/namespaces/{namespace}/tables/{table}", Method: "GET", Status: 200, Duration: time.Millisecond}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.ObserveRequest(q)
+		}
+	})
+}
+
+// TestDocsNameEveryMetric: docs/operations.md lists every floe_ metric the
+// registry has, and docs/grafana-floe.json queries only metrics that exist
+// (and every one of them).
+func TestDocsNameEveryMetric(t *testing.T) {
+	m := New()
+	// One observation each, so that every vector has a series to gather.
+	m.ObserveRequest(obs.Request{Listener: "rest", Route: "r", Method: "GET", Status: 200})
+	m.Commit(CommitSuccess)
+	m.CredentialsVended("read", false)
+	m.S3Bytes(1, 1)
+	m.SQLQuery("success", 1)
+	m.MaintenanceRun("compact", nil, time.Second)
+	m.AuditWriteLag(time.Millisecond)
+	m.StoreQuery("read", time.Millisecond)
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dash, err := os.ReadFile("../../docs/grafana-floe.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, f := range fams {
+		have[f.GetName()] = true
+		if !strings.HasPrefix(f.GetName(), "floe_") {
+			continue
+		}
+		if !strings.Contains(string(ops), "`"+f.GetName()+"`") {
+			t.Errorf("docs/operations.md does not list %s", f.GetName())
+		}
+		if !strings.Contains(string(dash), f.GetName()) {
+			t.Errorf("the dashboard does not show %s", f.GetName())
+		}
+	}
+	for _, name := range regexp.MustCompile(`\b((?:floe|go|process)_[a-z0-9_]+)`).FindAllString(string(dash), -1) {
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
+		if !have[base] {
+			t.Errorf("the dashboard queries %s, which the registry does not have", name)
+		}
 	}
 }
