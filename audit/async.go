@@ -23,6 +23,9 @@ type AsyncOptions struct {
 	Linger time.Duration
 	// Logger receives a line for every failed batch.
 	Logger *slog.Logger
+	// Observe, if set, is told after each stored batch how long its oldest
+	// event waited since it happened (its Time) to be stored (metrics).
+	Observe func(lag time.Duration)
 }
 
 // defaultLinger is AsyncOptions.Linger's default.
@@ -38,6 +41,7 @@ type Async struct {
 	max     int
 	linger  time.Duration
 	logger  *slog.Logger
+	observe func(lag time.Duration)
 	done    chan struct{}
 	closed  atomic.Bool
 	closeMu sync.RWMutex
@@ -59,7 +63,7 @@ func NewAsync(l *Log, o AsyncOptions) *Async {
 	if o.Linger == 0 {
 		o.Linger = defaultLinger
 	}
-	a := &Async{log: l, ch: make(chan Event, o.Capacity), max: o.MaxBatch, linger: o.Linger, logger: o.Logger, done: make(chan struct{})}
+	a := &Async{log: l, ch: make(chan Event, o.Capacity), max: o.MaxBatch, linger: o.Linger, logger: o.Logger, observe: o.Observe, done: make(chan struct{})}
 	go a.run()
 	return a
 }
@@ -127,6 +131,9 @@ func (a *Async) flush(batch []Event) {
 		err := a.log.AppendBatch(context.Background(), batch)
 		if err == nil {
 			a.stored.Add(int64(len(batch)))
+			if a.observe != nil {
+				a.observe(time.Since(batch[0].Time))
+			}
 			return
 		}
 		a.logger.Error("audit: storing a batch failed; retrying", "events", len(batch), "attempt", attempt+1, "err", err)

@@ -348,7 +348,7 @@ func startFloe(b *testing.B, bin string, encrypt bool) *floeProc {
 		}
 	}
 	cmd.Env = append(env, "FLOE_BOOTSTRAP_CREDENTIAL="+benchClient+":"+benchSecret,
-		"FLOE_ENCRYPTION="+strconv.FormatBool(encrypt), "FLOE_SQL_LISTEN=off")
+		"FLOE_ENCRYPTION="+strconv.FormatBool(encrypt), "FLOE_SQL_LISTEN=off", "FLOE_ADMIN_LISTEN=off")
 	logf, err := os.Create(filepath.Join(dir, "stderr.log"))
 	if err != nil {
 		b.Fatal(err)

@@ -12,7 +12,7 @@ command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"
 go build -o bin/floe ./cmd/floe
 dir=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
-FLOE_BOOTSTRAP_CREDENTIAL=bench:bench-secret bin/floe serve --data-dir "$dir" --listen "127.0.0.1:$port" --log-level warn >"$dir/out" 2>"$dir/err" &
+FLOE_ADMIN_LISTEN=off FLOE_BOOTSTRAP_CREDENTIAL=bench:bench-secret bin/floe serve --data-dir "$dir" --listen "127.0.0.1:$port" --log-level warn >"$dir/out" 2>"$dir/err" &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 100); do grep -q "Floe is running" "$dir/out" 2>/dev/null && break; sleep 0.1; done

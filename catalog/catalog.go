@@ -64,6 +64,9 @@ type Options struct {
 	// PurgeLeaseTTL is how long a purge run holds its job without renewing
 	// it (default DefaultPurgeLeaseTTL).
 	PurgeLeaseTTL time.Duration
+	// Observe, if set, is told of commit outcomes and metadata cache
+	// lookups (metrics); nil: nobody.
+	Observe Observer
 	// PurgeHook, if set, runs before each file or location a purge
 	// deletes; an error stops the run there (tests use it to stop a
 	// purge midway).
@@ -88,6 +91,8 @@ type Catalog struct {
 	allowed []string      // normalized Options.AllowedLocations
 	scanner *ocfscan.Scanner
 	purges  *purger
+	// observe is Options.Observe (never nil).
+	observe Observer
 	// beforeSchemaChange is Options.BeforeSchemaChange.
 	beforeSchemaChange func(ctx context.Context, wh string, id Ident, current table.Metadata) error
 }
@@ -109,6 +114,9 @@ func New(store Store, io FileIO, opts Options) *Catalog {
 	if opts.MetadataCacheBytes <= 0 {
 		opts.MetadataCacheBytes = 96 << 20
 	}
+	if opts.Observe == nil {
+		opts.Observe = noObserver{}
+	}
 	allowed := make([]string, 0, len(opts.AllowedLocations))
 	for _, l := range opts.AllowedLocations {
 		if n, err := NormalizeAllowedLocations([]string{l}); err == nil {
@@ -121,6 +129,7 @@ func New(store Store, io FileIO, opts Options) *Catalog {
 		scanner: ocfscan.New(ocfscan.DefaultSchemas),
 		purges:  newPurger(opts),
 
+		observe:            opts.Observe,
 		beforeSchemaChange: opts.BeforeSchemaChange}
 }
 

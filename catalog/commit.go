@@ -64,7 +64,8 @@ func (c *Catalog) commit(ctx context.Context, wh string, commits []TableCommit) 
 }
 
 // commitOps is commit with renames and drops (CommitTransactionOps).
-func (c *Catalog) commitOps(ctx context.Context, wh string, commits []TableCommit, ops []EntityOp) ([]*TableState, error) {
+func (c *Catalog) commitOps(ctx context.Context, wh string, commits []TableCommit, ops []EntityOp) (_ []*TableState, err error) {
+	defer func() { c.observe.Commit(commitResult(err)) }()
 	freed := freedBy(ops)
 	w, err := c.store.Warehouse(ctx, wh)
 	if err != nil {
@@ -141,6 +142,7 @@ func (c *Catalog) commitOps(ctx context.Context, wh string, commits []TableCommi
 		case floe.Conflict, floe.AlreadyExists:
 			cleanup()
 			if attempt < c.retries && !hasCreate(stages) {
+				c.observe.Commit(CommitRetry)
 				c.backoff(ctx, attempt)
 				continue
 			}

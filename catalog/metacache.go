@@ -199,8 +199,10 @@ func (c *Catalog) loadTableState(ctx context.Context, loc string) (*TableState, 
 			c.cache.c.Remove(loc)
 			return nil, err
 		}
+		c.observe.MetadataCache(true)
 		return e.table, nil
 	}
+	c.observe.MetadataCache(false)
 	raw, err := c.readMetadataFile(ctx, loc)
 	if err != nil {
 		return nil, err
@@ -221,8 +223,10 @@ func (c *Catalog) loadViewState(ctx context.Context, loc string) (*ViewState, er
 			c.cache.c.Remove(loc)
 			return nil, err
 		}
+		c.observe.MetadataCache(true)
 		return e.view, nil
 	}
+	c.observe.MetadataCache(false)
 	raw, err := c.readMetadataFile(ctx, loc)
 	if err != nil {
 		return nil, err

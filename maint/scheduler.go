@@ -55,6 +55,9 @@ type Options struct {
 	History time.Duration
 	// Hook, if set, runs before every job run (see Hook).
 	Hook Hook
+	// Observe, if set, is told of every job run: the job's name, its
+	// error (nil: it succeeded) and how long it took (metrics).
+	Observe func(job string, err error, d time.Duration)
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -100,6 +103,7 @@ type Scheduler struct {
 	workers  int
 	history  time.Duration
 	hook     Hook
+	observe  func(job string, err error, d time.Duration)
 	log      *slog.Logger
 	now      func() time.Time
 	after    func(time.Duration) <-chan time.Time
@@ -165,7 +169,7 @@ func New(store Store, jobs []Job, opts Options) (*Scheduler, error) {
 		opts.After = time.After
 	}
 	s := &Scheduler{store: store, jobs: jobs, node: opts.Node, interval: opts.Interval, ttl: opts.LeaseTTL,
-		retry: opts.Retry, workers: opts.Workers, history: opts.History, hook: opts.Hook,
+		retry: opts.Retry, workers: opts.Workers, history: opts.History, hook: opts.Hook, observe: opts.Observe,
 		log: opts.Logger.With("node", opts.Node), now: opts.Now, after: opts.After}
 	s.life, s.stop = context.WithCancel(context.Background())
 	s.alive, s.kill = context.WithCancel(context.Background())
@@ -606,9 +610,13 @@ func (s *Scheduler) renew(ctx context.Context, cancel context.CancelCauseFunc, l
 
 // call runs the hook and the job, turning a panic into an error.
 func (s *Scheduler) call(ctx context.Context, job Job, t TableRef) (res Result, err error) {
+	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("maintenance job %s panicked: %v", job.Name(), r)
+		}
+		if s.observe != nil {
+			s.observe(job.Name(), err, time.Since(start))
 		}
 	}()
 	if s.hook != nil {

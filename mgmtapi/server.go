@@ -29,6 +29,7 @@ import (
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/httperr"
+	"github.com/floe-lake/floe/internal/obs"
 )
 
 // Prefix is the path prefix of every management endpoint.
@@ -258,6 +259,7 @@ func (h *Handler) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ctx := r.Context()
+		obs.SetRoute(ctx, rt.path)
 		c := &call{w: w, r: r, ctx: ctx, rid: RequestID(ctx), resource: r.URL.Path}
 		audited := false
 		defer func() {
@@ -282,6 +284,7 @@ func (h *Handler) wrap(rt route) http.Handler {
 				return
 			}
 			c.sub, c.scopes, c.claims = authz.SubjectOf(claims), claims.Scopes, &claims
+			obs.SetPrincipal(ctx, claims.Principal)
 			ctx = auth.WithClaims(ctx, claims)
 			c.ctx, c.r = ctx, r.WithContext(ctx)
 			audited = true

@@ -15,6 +15,7 @@ import (
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/httperr"
+	"github.com/floe-lake/floe/internal/obs"
 )
 
 // DefaultMaxBodyBytes bounds request bodies (16 MiB).
@@ -205,6 +206,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		obs.SetRoute(r.Context(), rt.path)
 		rec := &statusRecorder{StatusRecorder: httperr.StatusRecorder{ResponseWriter: w}}
 		w = rec
 		defer func() {
@@ -233,6 +235,7 @@ func (h *Handler) wrap(rt route) http.Handler {
 			}
 			ctx = auth.WithClaims(ctx, claims)
 			rec.claims = &claims
+			obs.SetPrincipal(ctx, claims.Principal)
 			// Scopes: catalog:read never changes anything (routes that mutate say so).
 			if err := claims.Permit(rt.mutates, r.Method+" "+rt.path); err != nil {
 				rec.err = err
@@ -254,7 +257,6 @@ func (h *Handler) wrap(rt route) http.Handler {
 			rec.err = err
 			writeError(w, r, h.log, err)
 		}
-		h.log.DebugContext(ctx, "request", "method", r.Method, "path", r.URL.Path, "dur", time.Since(start))
 	})
 }
 

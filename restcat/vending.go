@@ -42,6 +42,11 @@ type Vending struct {
 	// would refuse as revoked (revoke.List): such a credential is never
 	// handed out or signed with again from the cache; a new one is minted.
 	Revoked func(s *vend.Session) error
+	// Observe, if set, is told of every credential handed out in an answer
+	// (access: read or read-write) and whether it was a reused one (a
+	// credential minted for the same token, table and access moments
+	// before) or a new one (metrics).
+	Observe func(access string, reused bool)
 	// Notices makes a loadTable that vends no credential (the caller may
 	// not read the table's files) vend a notice credential instead: one
 	// that allows nothing and makes Floe's embedded S3 endpoint answer
@@ -104,10 +109,22 @@ func (v *Vending) credentials(ctx context.Context, use string, id catalog.Ident,
 	// request's token, has not moved): this node's revocation state may
 	// not have caught up with a revocation made a moment ago.
 	unrevoked := !s.EpochSet || c.sess == nil || c.sess.Epoch >= s.Epoch
-	if ok && fresh(c) && unrevoked && (v.Revoked == nil || v.Revoked(c.sess) == nil) {
+	reuse := ok && fresh(c) && unrevoked && (v.Revoked == nil || v.Revoked(c.sess) == nil)
+	if reuse {
+		v.observe(s, true)
 		return c.creds, c.id, nil
 	}
-	return v.mintAndCache(ctx, s, key)
+	if creds, credID, err = v.mintAndCache(ctx, s, key); err == nil {
+		v.observe(s, false)
+	}
+	return creds, credID, err
+}
+
+// observe tells Observe of a credential handed out for s.
+func (v *Vending) observe(s vend.Session, reused bool) {
+	if v.Observe != nil {
+		v.Observe(s.Grants[0].Access.String(), reused)
+	}
 }
 
 // mintAndCache mints a credential for s, audits it and caches it under key

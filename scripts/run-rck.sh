@@ -80,7 +80,7 @@ start_floe() {
 	client_id="rck"
 	client_secret="$(python3 -c 'import secrets; print(secrets.token_hex(24))')"
 	FLOE_BOOTSTRAP_CREDENTIAL="$client_id:$client_secret" \
-		FLOE_SQL_LISTEN=off \
+		FLOE_SQL_LISTEN=off FLOE_ADMIN_LISTEN=off \
 		"$FLOE_BIN" serve --config "$rck/floe-rck.yaml" --data-dir "$dir/data" \
 		--listen "127.0.0.1:$port" --s3-listen 127.0.0.1:0 \
 		>"$dir/floe.out" 2>"$dir/floe.err" </dev/null &

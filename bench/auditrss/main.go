@@ -60,7 +60,7 @@ func run(bin string, export, dur time.Duration, conns int) error {
 	defer os.RemoveAll(dir)
 	port := freePort()
 	cmd := exec.Command(bin, "serve", "--data-dir", filepath.Join(dir, "data"), "--listen", fmt.Sprintf("127.0.0.1:%d", port),
-		"--log-level", "warn", "--s3-listen", fmt.Sprintf("127.0.0.1:%d", freePort()), "--sql-listen", "off")
+		"--log-level", "warn", "--s3-listen", fmt.Sprintf("127.0.0.1:%d", freePort()), "--sql-listen", "off", "--admin-listen", "off")
 	cmd.Env = append(os.Environ(), "FLOE_BOOTSTRAP_CREDENTIAL=bench:bench-secret",
 		"FLOE_AUDIT_EXPORT_INTERVAL="+export.String(), "FLOE_MAINTENANCE_INTERVAL=5s")
 	out, err := cmd.StdoutPipe()

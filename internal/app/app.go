@@ -18,6 +18,7 @@ import (
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/keywrap"
+	"github.com/floe-lake/floe/internal/metrics"
 	"github.com/floe-lake/floe/internal/netlimit"
 	"github.com/floe-lake/floe/maint"
 	"github.com/floe-lake/floe/oauth"
@@ -104,6 +105,12 @@ type App struct {
 	// (federation_runtime.go).
 	runtimeForeign *foreignRegistry
 
+	// metrics is the node's registry (nil when admin_listen is off; see
+	// admin.go); adminSrv and adminLn serve it.
+	metrics  *metrics.Metrics
+	adminSrv *netlimit.Server
+	adminLn  net.Listener
+
 	srv   *netlimit.Server
 	ln    net.Listener
 	s3srv *netlimit.Server
@@ -131,7 +138,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	a := &App{cfg: cfg, log: log}
-	st, err := sqlstore.Open(ctx, cfg.Store, sqlstore.Options{Logger: log})
+	a.newMetrics()
+	sopts := sqlstore.Options{Logger: log}
+	if a.metrics != nil {
+		sopts.Observe = a.metrics.StoreQuery
+	}
+	st, err := sqlstore.Open(ctx, cfg.Store, sopts)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -170,7 +182,7 @@ func (a *App) init(ctx context.Context) error {
 	// from memory, and starts early once a batch's worth is waiting.
 	a.auditTail = audit.NewTail(a.store, 0, 0, auditTailWake)
 	a.audit = audit.New(a.store, audit.Options{Logger: a.log, Signer: a.auth, Tail: a.auditTail})
-	a.events = audit.NewAsync(a.audit, audit.AsyncOptions{Logger: a.log})
+	a.events = audit.NewAsync(a.audit, audit.AsyncOptions{Logger: a.log, Observe: a.metrics.AuditWriteLag})
 	if err := a.openRevocations(ctx); err != nil {
 		return err
 	}
@@ -185,6 +197,9 @@ func (a *App) init(ctx context.Context) error {
 	catOpts := catalog.Options{Logger: a.log, MetadataCacheBytes: cfg.MetadataCacheBytes * 3 / 4,
 		BeforeSchemaChange: a.bindBeforeSchemaChange, AllowedLocations: cfg.AllowedLocations}
 	cfg.Purge.catalogOptions(&catOpts, cfg.PurgeHook)
+	if a.metrics != nil {
+		catOpts.Observe = a.metrics
+	}
 	a.cat = catalog.New(a.store, io, catOpts)
 	a.rowFilters = rowfilter.New()
 	a.viewRenamer = viewrename.New()
@@ -231,6 +246,7 @@ func (a *App) init(ctx context.Context) error {
 	if cfg.Maintenance {
 		a.maint, err = maint.New(a.store, jobs, maint.Options{
 			Interval: cfg.MaintenanceInterval, LeaseTTL: cfg.MaintenanceLeaseTTL, Hook: cfg.MaintenanceHook, Logger: a.log,
+			Observe: a.metrics.MaintenanceRun,
 		})
 		if err != nil {
 			return fmt.Errorf("maintenance: %w", err)
@@ -263,7 +279,7 @@ func (a *App) init(ctx context.Context) error {
 		a.rest.ServeHTTP(w, r)
 	})
 	a.health = newHealth(a)
-	a.handler = a.restTLSHandler(a.health.wrap(a.handler))
+	a.handler = a.observeHTTP(a.restTLSHandler(a.health.wrap(a.handler)), ds != nil, shareCat != nil)
 	return nil
 }
 
@@ -352,12 +368,22 @@ func (a *App) Start() error {
 		}
 		return err
 	}
+	if err := a.listenAdmin(); err != nil {
+		_ = ln.Close()
+		if a.s3ln != nil {
+			_ = a.s3ln.Close()
+		}
+		err = errors.Join(err, a.stopSQL(context.Background()))
+		a.sql = nil
+		return err
+	}
 	// Every listener is bound: only now may the first admin be created.
 	if err := a.bootstrap(context.Background()); err != nil {
 		_ = ln.Close()
 		if a.s3ln != nil {
 			_ = a.s3ln.Close()
 		}
+		a.closeAdminListener()
 		err = errors.Join(err, a.stopSQL(context.Background()))
 		a.sql = nil
 		return err
@@ -368,6 +394,7 @@ func (a *App) Start() error {
 		}
 	}()
 	a.serveS3()
+	a.serveAdmin()
 	if a.maint != nil {
 		a.maint.Start(context.Background())
 	}
@@ -418,6 +445,7 @@ func (a *App) Close(ctx context.Context) error {
 	if a.s3srv != nil {
 		errs = append(errs, a.s3srv.Shutdown(ctx))
 	}
+	errs = append(errs, a.stopAdmin(ctx))
 	errs = append(errs, a.closeIngester(ctx))
 	if a.stopRevocations != nil {
 		a.stopRevocations()

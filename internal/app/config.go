@@ -219,6 +219,12 @@ type Config struct {
 	// SQLListen is the address of the PostgreSQL-wire SQL endpoint (env
 	// FLOE_SQL_LISTEN, default 127.0.0.1:5433; "off" or "" disables it).
 	SQLListen string `yaml:"sql_listen"`
+	// AdminListen is the address of the admin listener, which serves
+	// Prometheus metrics at /metrics and the /healthz and /readyz probes,
+	// and nothing of the catalog (env FLOE_ADMIN_LISTEN, default
+	// 127.0.0.1:9090; "off" or "" disables it, and with it metrics
+	// collection).
+	AdminListen string `yaml:"admin_listen"`
 	// SQLTLSCert and SQLTLSKey are PEM files of the SQL endpoint's TLS
 	// certificate and key (env FLOE_SQL_TLS_CERT, FLOE_SQL_TLS_KEY); without
 	// them clients must connect over loopback to send a token.
@@ -460,6 +466,12 @@ type ExternalS3 struct {
 	STSEndpoint string `yaml:"sts_endpoint"`
 }
 
+// DefaultAdminListen is admin_listen's default.
+const DefaultAdminListen = "127.0.0.1:9090"
+
+// adminEnabled reports whether the admin listener runs.
+func (c Config) adminEnabled() bool { return c.AdminListen != "" && c.AdminListen != "off" }
+
 // Defaults returns the embedded-default configuration.
 func Defaults() Config {
 	return Config{
@@ -492,6 +504,7 @@ func Defaults() Config {
 		AuditCheckpointInterval: time.Minute,
 
 		SQLListen:      "127.0.0.1:5433",
+		AdminListen:    DefaultAdminListen,
 		SQLMemoryLimit: "2GB",
 		SQLCacheBytes:  1 << 30,
 
@@ -572,6 +585,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	str("FLOE_S3_EXTERNAL_ID", &c.S3.ExternalID)
 	str("FLOE_STS_ENDPOINT", &c.S3.STSEndpoint)
 	str("FLOE_SQL_LISTEN", &c.SQLListen)
+	str("FLOE_ADMIN_LISTEN", &c.AdminListen)
 	str("FLOE_SQL_TLS_CERT", &c.SQLTLSCert)
 	str("FLOE_SQL_TLS_KEY", &c.SQLTLSKey)
 	str("FLOE_SQL_MEMORY_LIMIT", &c.SQLMemoryLimit)

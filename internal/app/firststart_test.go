@@ -16,7 +16,7 @@ func TestBootstrapOnceAcrossNodes(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Defaults()
 	cfg.DataDir = dir
-	cfg.Listen, cfg.S3Listen, cfg.SQLListen = "127.0.0.1:0", "off", "off"
+	cfg.Listen, cfg.S3Listen, cfg.SQLListen, cfg.AdminListen = "127.0.0.1:0", "off", "off", "off"
 	cfg.Maintenance, cfg.AuditExportInterval = false, 0
 	if dsn := os.Getenv("FLOE_TEST_STORE"); dsn != "" {
 		cfg.Store = dsn

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/floe-lake/floe/internal/obs"
 )
 
 // readyCacheTTL is how long a readiness result is reused: probes (and any
@@ -47,6 +49,7 @@ func (h *health) wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		obs.SetRoute(r.Context(), r.URL.Path)
 		status, body := http.StatusOK, []byte(`{"status":"up"}`)
 		if r.URL.Path == "/readyz" {
 			status, body = h.ready(r.Context())

@@ -466,7 +466,7 @@ func TestRotateWrappingKey(t *testing.T) {
 	fh.Close()
 	// ... and (re)starts a node: it re-wraps on start.
 	cfg := f.App.Config()
-	cfg.Listen, cfg.S3Listen, cfg.SQLListen = "127.0.0.1:0", "127.0.0.1:0", "off"
+	cfg.Listen, cfg.S3Listen, cfg.SQLListen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0", "off", "off"
 	cfg.Maintenance = false
 	b, err := app.Open(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/floe-lake/floe/audit"
 	"net"
 
 	"github.com/floe-lake/floe/auth"
@@ -55,7 +56,7 @@ func (a *App) startSQL(ctx context.Context) error {
 		TableCacheBytes:  cfg.SQLTableCacheBytes,
 		CacheFiles:       cfg.SQLCacheFiles,
 		PlanCacheBytes:   cfg.MetadataCacheBytes / 4,
-		Audit:            a.events.Record,
+		Audit:            a.auditSQL,
 		Logger:           a.log,
 	}
 	if !cfg.InsecureNoAuth {
@@ -172,4 +173,24 @@ func (s sqlAuth) Token(ctx context.Context, user, token string) (pgwire.Identity
 func sqlIdentity(claims auth.Claims) pgwire.Identity {
 	return pgwire.Identity{Principal: claims.Principal, Payload: engine.Caller{Subject: authz.SubjectOf(claims), Unrestricted: claims.Admin, ReadOnly: !claims.CanWriteCatalog(), TokenID: claims.TokenID},
 		AllowedCIDRs: claims.AllowedCIDRs}
+}
+
+// auditSQL records a SQL endpoint's audit event, counting statements and
+// their rows (floe_sql_queries_total, floe_sql_rows_total) on the way.
+func (a *App) auditSQL(ctx context.Context, e audit.Event) {
+	if e.Action == "sql.query" && a.metrics != nil {
+		var rows int64
+		switch n := e.Detail["rows"].(type) {
+		case int64:
+			rows = n
+		case int:
+			rows = int64(n)
+		}
+		result := e.Outcome
+		if result == audit.OutcomeError {
+			result = audit.OutcomeFailure
+		}
+		a.metrics.SQLQuery(result, rows)
+	}
+	a.events.Record(ctx, e)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/netlimit"
+	"github.com/floe-lake/floe/internal/obs"
 	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/lake/subset"
 	"github.com/floe-lake/floe/objstore/bucket"
@@ -140,7 +141,7 @@ func (a *App) vending() *restcat.Vending {
 		return nil
 	}
 	v := &restcat.Vending{Minter: a.minter, Region: a.cfg.Region, TTL: a.cfg.CredentialTTL, Audit: a.auditVend,
-		Revoked: a.revokedCredential}
+		Revoked: a.revokedCredential, Observe: a.metrics.CredentialsVended}
 	if a.cfg.Storage == "s3" {
 		v.Endpoint, v.PathStyle = a.cfg.S3.Endpoint, a.cfg.S3.PathStyle
 	} else {
@@ -163,6 +164,11 @@ func (a *App) auditVend(ctx context.Context, action, resource string, detail map
 
 // auditObject records one request to the embedded S3 endpoint.
 func (a *App) auditObject(ctx context.Context, e s3api.AccessEvent) {
+	obs.SetRoute(ctx, e.Operation)
+	a.metrics.S3Bytes(e.BytesIn, e.BytesOut)
+	if e.Session != nil {
+		obs.SetPrincipal(ctx, e.Session.Principal)
+	}
 	ev := audit.Event{Time: e.Time, RequestID: e.RequestID, ClientAddr: e.ClientAddr, Action: "s3." + e.Operation,
 		Resource: "s3://" + e.Bucket + "/" + e.Key, Outcome: audit.OutcomeSuccess,
 		Detail: map[string]any{"status": e.Status, "bytes_in": e.BytesIn, "bytes_out": e.BytesOut,
@@ -205,7 +211,7 @@ func (a *App) listenS3() error {
 		// or readyz is shadowed for GET and HEAD of its root).
 		s3h = a.health.wrap(s3h)
 	}
-	a.s3srv = netlimit.New("s3", a.s3Guard(a.s3TLSHandler(s3h)), a.cfg.HTTP.netlimit(), a.log)
+	a.s3srv = netlimit.New("s3", a.observeS3(a.s3Guard(a.s3TLSHandler(s3h))), a.cfg.HTTP.netlimit(), a.log)
 	return nil
 }
 

@@ -112,7 +112,7 @@ func TestAuditVerifyDetectsConsistentRewrite(t *testing.T) {
 			for run := range 2 {
 				cfg := app.Defaults()
 				cfg.DataDir, cfg.Store = dir, dsn
-				cfg.Listen, cfg.S3Listen, cfg.SQLListen = "127.0.0.1:0", "127.0.0.1:0", "off"
+				cfg.Listen, cfg.S3Listen, cfg.SQLListen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0", "off", "off"
 				cfg.AuditExportInterval = 0
 				a, err := app.Open(ctx, cfg, slog.New(slog.DiscardHandler))
 				if err != nil {

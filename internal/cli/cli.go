@@ -136,6 +136,7 @@ floe principal create NAME --admin --data-dir DIR.`,
 	retention := cmd.Flags().Duration("snapshot-retention", app.Defaults().SnapshotRetention, "expire snapshots older than this unless a table property says otherwise (env FLOE_SNAPSHOT_RETENTION)")
 	s3Listen := cmd.Flags().String("s3-listen", app.Defaults().S3Listen, "embedded S3 endpoint listen address, or off (env FLOE_S3_LISTEN)")
 	sqlListen := cmd.Flags().String("sql-listen", app.Defaults().SQLListen, "SQL endpoint (PostgreSQL wire protocol) listen address, or off (env FLOE_SQL_LISTEN)")
+	adminListen := cmd.Flags().String("admin-listen", app.Defaults().AdminListen, "admin listener (Prometheus /metrics, /healthz, /readyz) listen address, or off (env FLOE_ADMIN_LISTEN)")
 	sqlMaxStmt := cmd.Flags().Duration("sql-max-statement-timeout", app.Defaults().SQLMaxStatementTimeout, "longest a SQL statement may run, whatever its session's statement_timeout (env FLOE_SQL_MAX_STATEMENT_TIMEOUT)")
 	publicURL := cmd.Flags().String("public-url", "", "URL clients reach this server at; the OAuth issuer (env FLOE_PUBLIC_URL; default http://<listen>)")
 	auditEvery := cmd.Flags().Duration("audit-export-interval", app.Defaults().AuditExportInterval, "how often the audit log is appended to the Iceberg table system.audit; 0 = off (env FLOE_AUDIT_EXPORT_INTERVAL)")
@@ -188,6 +189,9 @@ floe principal create NAME --admin --data-dir DIR.`,
 		}
 		if cmd.Flags().Changed("sql-listen") {
 			cfg.SQLListen = *sqlListen
+		}
+		if cmd.Flags().Changed("admin-listen") {
+			cfg.AdminListen = *adminListen
 		}
 		if cmd.Flags().Changed("sql-max-statement-timeout") {
 			cfg.SQLMaxStatementTimeout = *sqlMaxStmt
@@ -260,6 +264,9 @@ floe principal create NAME --admin --data-dir DIR.`,
 				sslmode = "?sslmode=verify-full"
 			}
 			fmt.Fprintf(stdout, "  SQL endpoint:         postgres://%s/%s%s   (PostgreSQL wire protocol; user = principal, password = access token or SQL password)\n", addr, c.Warehouse, sslmode)
+		}
+		if u := a.AdminURL(); u != "" {
+			fmt.Fprintf(stdout, "  Metrics:              %s/metrics   (admin listener: Prometheus metrics, /healthz, /readyz)\n", u)
 		}
 		printTrust(stdout, a)
 		if a.Bootstrap != nil {

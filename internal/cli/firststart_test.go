@@ -45,7 +45,7 @@ func startServe(t *testing.T, args ...string) *serving {
 	t.Helper()
 	s := &serving{out: &syncBuffer{}, done: make(chan error, 1)}
 	root := Root(s.out, &syncBuffer{}, func(string) string { return "" })
-	root.SetArgs(append([]string{"serve", "--log-level", "error", "--maintenance=false", "--audit-export-interval", "0"}, args...))
+	root.SetArgs(append([]string{"serve", "--log-level", "error", "--maintenance=false", "--audit-export-interval", "0", "--admin-listen", "off"}, args...))
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	go func() { s.done <- root.ExecuteContext(ctx) }()
@@ -124,6 +124,7 @@ func TestFirstStartListenerTaken(t *testing.T) {
 		{"catalog port taken", []string{"--listen", busy, "--s3-listen", "127.0.0.1:0", "--sql-listen", "127.0.0.1:0"}},
 		{"s3 port taken", []string{"--listen", "127.0.0.1:0", "--s3-listen", busy, "--sql-listen", "127.0.0.1:0"}},
 		{"sql port taken", []string{"--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0", "--sql-listen", busy}},
+		{"admin port taken", []string{"--listen", "127.0.0.1:0", "--s3-listen", "127.0.0.1:0", "--sql-listen", "127.0.0.1:0", "--admin-listen", busy}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

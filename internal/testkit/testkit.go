@@ -51,6 +51,7 @@ func Start(t testing.TB, opts ...Option) *Floe {
 	cfg.Listen = "127.0.0.1:0"
 	cfg.S3Listen = "127.0.0.1:0"
 	cfg.SQLListen = "127.0.0.1:0"
+	cfg.AdminListen = "127.0.0.1:0" // metrics on a port of its own: tests never race for 9090
 	cfg.BootstrapCredential = "test-admin:test-admin-secret"
 	cfg.AuditExportInterval = 0 // no system.audit in other tests' listings; tests of the export turn it on
 	if dsn := os.Getenv("FLOE_TEST_STORE"); dsn != "" {

@@ -37,6 +37,7 @@ import (
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/httperr"
+	"github.com/floe-lake/floe/internal/obs"
 	"github.com/floe-lake/floe/netallow"
 	"github.com/floe-lake/floe/sharing"
 	"github.com/floe-lake/floe/vend"
@@ -235,6 +236,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.detail["error"] = ae.code
 		c.detail["message"] = ae.msg
 		writeError(w, r, ae)
+	}
+	if c.op != "unknown" {
+		obs.SetRoute(r.Context(), c.op)
 	}
 	c.audit(status)
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/httperr"
+	"github.com/floe-lake/floe/internal/obs"
 	"github.com/floe-lake/floe/lake/subset"
 	"github.com/floe-lake/floe/restcat"
 	"github.com/floe-lake/floe/sharing"
@@ -260,6 +261,7 @@ type call struct {
 func (h *Handler) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := h.opts.Now()
+		obs.SetRoute(r.Context(), rt.path)
 		c := &call{rid: h.ids.Of(w, r), share: r.PathValue("share")}
 		rec := &httperr.StatusRecorder{ResponseWriter: w}
 		var err error

@@ -72,6 +72,10 @@ type Options struct {
 	// write pool always has one connection), the whole pool on PostgreSQL.
 	// Zero means max(4, GOMAXPROCS) on SQLite and 10 on PostgreSQL.
 	MaxOpenConns int
+	// Observe, if set, is told the latency of every write transaction (op:
+	// its name, e.g. "swap pointers"; retries included) and of every read
+	// query on the read pool (op "read"; until the first row is ready).
+	Observe func(op string, d time.Duration)
 }
 
 // Store is the SQL metadata store. It is safe for concurrent use.
@@ -82,9 +86,11 @@ type Store struct {
 	rcache *stmtCache // prepared read statements on SQLite
 	// wstmts are hot write-transaction statements prepared once on the
 	// write connection (SQLite only; keyed by rebound query text).
-	wstmts   map[string]*sql.Stmt
-	log      *slog.Logger
-	now      func() time.Time
+	wstmts map[string]*sql.Stmt
+	log    *slog.Logger
+	now    func() time.Time
+	// observe is Options.Observe (nil: none).
+	observe  func(op string, d time.Duration)
 	lifetime time.Duration
 	// lastSweep is the time (Unix nanoseconds of now()) of the last removal
 	// of expired idempotency rows.
@@ -111,7 +117,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.IdempotencyLifetime <= 0 {
 		opts.IdempotencyLifetime = DefaultIdempotencyLifetime
 	}
-	s := &Store{log: opts.Logger, now: opts.Now, lifetime: opts.IdempotencyLifetime}
+	s := &Store{log: opts.Logger, now: opts.Now, lifetime: opts.IdempotencyLifetime, observe: opts.Observe}
 	s.lastSweep.Store(opts.Now().UnixNano())
 	s.lastJTISweep.Store(opts.Now().UnixNano())
 	s.lastRevokedSweep.Store(opts.Now().UnixNano())
@@ -257,6 +263,8 @@ type conn struct {
 	// found in pre run as tx's copy of the prepared statement.
 	tx  *sql.Tx
 	pre map[string]*sql.Stmt
+	// observe is Options.Observe on read conns (nil in transactions).
+	observe func(op string, d time.Duration)
 }
 
 func (c conn) exec(ctx context.Context, query string, args ...any) (int64, error) {
@@ -279,13 +287,22 @@ func (c conn) exec(ctx context.Context, query string, args ...any) (int64, error
 }
 
 func (c conn) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if c.observe != nil {
+		defer c.observed(time.Now())
+	}
 	return c.q.QueryContext(ctx, c.d.rebind(query), args...)
 }
+
+// observed reports a read that started at start.
+func (c conn) observed(start time.Time) { c.observe("read", time.Since(start)) }
 
 func (c conn) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	query = c.d.rebind(query)
 	if st := c.pre[query]; st != nil && c.tx != nil {
 		return c.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	if c.observe != nil {
+		defer c.observed(time.Now())
 	}
 	return c.q.QueryRowContext(ctx, query, args...)
 }
@@ -303,9 +320,9 @@ func (c conn) exists(ctx context.Context, query string, args ...any) (bool, erro
 // read returns a conn on the read pool.
 func (s *Store) read() conn {
 	if s.rcache != nil {
-		return conn{q: s.rcache, d: s.d}
+		return conn{q: s.rcache, d: s.d, observe: s.observe}
 	}
-	return conn{q: s.rdb, d: s.d}
+	return conn{q: s.rdb, d: s.d, observe: s.observe}
 }
 
 // write runs fn in a write transaction, committing if fn returns nil. A
@@ -313,6 +330,10 @@ func (s *Store) read() conn {
 // so fn may be called more than once. Errors that fn returns as *floe.Error
 // are returned unchanged; any other failure is reported by s.fail.
 func (s *Store) write(ctx context.Context, op string, fn func(c conn) error) error {
+	if s.observe != nil {
+		start := time.Now()
+		defer func() { s.observe(op, time.Since(start)) }()
+	}
 	for attempt := 1; ; attempt++ {
 		err := s.tryWrite(ctx, fn)
 		if err == nil {

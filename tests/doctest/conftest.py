@@ -67,6 +67,7 @@ class DocServer(floe_server.FloeServer):
                 "PASSWORD": "doctest-" + secret[:16],  # for set-password examples
                 "TOKEN": token, "H": f"Authorization: Bearer {token}", "J": "Content-Type: application/json",
                 "DOCTEST_S3_URL": self.s3_url, "DOCTEST_SQL_PORT": str(self.sql_port),
+                "DOCTEST_ADMIN_PORT": str(self.admin_port),
                 "DOCTEST_STATE": str(self.dir / "shell-state.sh"),
                 "DOCTEST_BASELINE": str(self.dir / "shell-baseline.txt"),
             })

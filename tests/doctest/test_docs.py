@@ -33,7 +33,7 @@ What a block sees:
 - python: this Python (the test venv: PyIceberg, pyarrow, psycopg, boto3).
 In every block the documented default addresses are replaced by the test
 server's: 127.0.0.1:8181 (catalog), 127.0.0.1:9100 (S3), 127.0.0.1:5433 and
-port=5433 (SQL), and the placeholder <client_id>:<client_secret> by the
+port=5433 (SQL), 127.0.0.1:9090 (admin listener: metrics), and the placeholder <client_id>:<client_secret> by the
 admin's credential.
 """
 
@@ -129,6 +129,7 @@ def substitute(code: str, env: dict[str, str]) -> str:
     code = code.replace("127.0.0.1:8181", host).replace("localhost:8181", host)
     code = code.replace("127.0.0.1:9100", s3)
     code = code.replace("127.0.0.1:5433", f"127.0.0.1:{sql_port}")
+    code = code.replace("127.0.0.1:9090", f"127.0.0.1:{env['DOCTEST_ADMIN_PORT']}")
     code = re.sub(r"\bport=5433\b", f"port={sql_port}", code)
     code = re.sub(r"\bport=5433,", f"port={sql_port},", code)
     code = code.replace("<client_id>:<client_secret>", env["FLOE_CREDENTIAL"])

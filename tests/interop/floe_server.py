@@ -66,6 +66,7 @@ SCRUBBED_ENV = (
     "FLOE_S3_EXTERNAL_ID",
     "FLOE_STS_ENDPOINT",
     "FLOE_AUDIT_EXPORT_INTERVAL",
+    "FLOE_ADMIN_LISTEN",
 )
 
 # The line `floe serve` prints for its embedded S3 endpoint:
@@ -140,6 +141,7 @@ class FloeServer:
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.sql_port = 0
+        self.admin_port = 0
         self._s3_url = ""
 
     # --- addresses and credentials -------------------------------------
@@ -147,6 +149,11 @@ class FloeServer:
     @property
     def uri(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def admin_url(self) -> str:
+        """The admin listener: /metrics, /healthz, /readyz."""
+        return f"http://127.0.0.1:{self.admin_port}"
 
     @property
     def token_url(self) -> str:
@@ -215,6 +222,9 @@ class FloeServer:
         # servers running side by side do not race for the default 5433.
         self.sql_port = free_port()
         env["FLOE_SQL_LISTEN"] = f"127.0.0.1:{self.sql_port}"
+        # The admin listener (/metrics) too, instead of the default 9090.
+        self.admin_port = free_port()
+        env["FLOE_ADMIN_LISTEN"] = f"127.0.0.1:{self.admin_port}"
         env.update(self.extra_env())
         args = [str(self.binary), "serve", "--data-dir", str(self.data_dir), "--listen", f"127.0.0.1:{self.port}",
                 "--s3-listen", "127.0.0.1:0"]

@@ -28,7 +28,7 @@ import (
 func BenchmarkDropPurge(b *testing.B) {
 	cfg := app.Defaults()
 	cfg.DataDir = b.TempDir()
-	cfg.Listen, cfg.S3Listen, cfg.SQLListen = "127.0.0.1:0", "off", "off"
+	cfg.Listen, cfg.S3Listen, cfg.SQLListen, cfg.AdminListen = "127.0.0.1:0", "off", "off", "off"
 	cfg.Maintenance, cfg.AuditExportInterval = false, 0
 	cfg.BootstrapCredential = "bench:bench-secret"
 	a, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))

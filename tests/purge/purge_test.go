@@ -45,6 +45,7 @@ func config(dir string, opts ...func(*app.Config)) app.Config {
 	cfg.Listen = "127.0.0.1:0"
 	cfg.S3Listen = "off"
 	cfg.SQLListen = "off"
+	cfg.AdminListen = "off"
 	cfg.Maintenance = false
 	cfg.AuditExportInterval = 0
 	cfg.BootstrapCredential = "purge:purge-secret"

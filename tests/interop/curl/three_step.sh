@@ -21,7 +21,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "three_step: FAIL: $*" >&2; if [[ -f "$work/serve.log" ]]; then sed 's/^/  serve: /' "$work/serve.log" >&2; fi; exit 1; }
 
-"$FLOE_BIN" serve --data-dir "$data" --listen "127.0.0.1:$PORT" >"$work/serve.log" 2>&1 &
+FLOE_ADMIN_LISTEN=off "$FLOE_BIN" serve --data-dir "$data" --listen "127.0.0.1:$PORT" >"$work/serve.log" 2>&1 &
 pid=$!
 FLOE="http://127.0.0.1:$PORT"
 for _ in $(seq 1 150); do

@@ -39,7 +39,7 @@ class Serve:
         self.out = data_dir.parent / f"out-{listen.replace(':', '_')}-{time.monotonic_ns()}.log"
         self.err = self.out.with_suffix(".err")
         args = [str(floe_binary()), "serve", "--data-dir", str(data_dir), "--listen", listen,
-                "--s3-listen", s3, "--sql-listen", sql, "--maintenance=false"]
+                "--s3-listen", s3, "--sql-listen", sql, "--admin-listen", "off", "--maintenance=false"]
         with open(self.out, "wb") as o, open(self.err, "wb") as e:
             self.proc = subprocess.Popen(args, stdout=o, stderr=e, stdin=subprocess.DEVNULL, env=_env(), cwd=data_dir.parent)
 
