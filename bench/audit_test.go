@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -15,11 +16,23 @@ import (
 // one process, so that the ratio of the two is the export's cost:
 //
 //	go test ./bench -run '^$' -bench LoadTableAuditExport -benchtime 100000x -count 3
+//
+// FLOE_BENCH_AUDIT_EXPORT_EVERY sets another export interval for "on"
+// (e.g. 10s, the default of audit_export_interval; the run must then last
+// several intervals: -benchtime 600000x).
 func BenchmarkLoadTableAuditExport(b *testing.B) {
+	every := time.Second
+	if v := os.Getenv("FLOE_BENCH_AUDIT_EXPORT_EVERY"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			b.Fatalf("FLOE_BENCH_AUDIT_EXPORT_EVERY=%q: want a positive duration", v)
+		}
+		every = d
+	}
 	for _, tc := range []struct {
 		name  string
 		every time.Duration
-	}{{"off", 0}, {"on", time.Second}} {
+	}{{"off", 0}, {"on", every}} {
 		b.Run(tc.name, func(b *testing.B) {
 			f := testkit.Start(b, storeOption(b), func(c *app.Config) { c.AuditExportInterval = tc.every })
 			tok := f.Token(b)
