@@ -161,6 +161,37 @@ func TestEndToEndSQLForeignTables(t *testing.T) {
 		t.Fatalf("filtered join: %v, %v", got, err)
 	}
 
+	// Audit: the remote calls the filtered principal's query made carry
+	// its name and token id; the refused principal made none.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		recs, err := local.App.Store().AuditRecords(ctx, 0, 100_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		filteredCalls, refusedCalls, queries := 0, 0, 0
+		for _, rec := range recs {
+			switch {
+			case rec.Action == "federation.remote.loadTable" && rec.Principal == "filtered" && strings.Contains(string(rec.Detail), `"token_id":"`):
+				filteredCalls++
+			case strings.HasPrefix(rec.Action, "federation.remote.") && rec.Principal == "orders_only":
+				refusedCalls++
+			case rec.Action == "sql.query" && rec.Principal == "filtered" && strings.Contains(string(rec.Detail), "acme.crm.accounts"):
+				queries++
+			}
+		}
+		if refusedCalls != 0 {
+			t.Fatalf("%d remote calls for a principal refused SELECT", refusedCalls)
+		}
+		if filteredCalls > 0 && queries > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("audit: %d remote calls and %d queries of the filtered principal", filteredCalls, queries)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
 	// Read-only: DML and DDL on the foreign catalog are refused.
 	for _, q := range []string{
 		"INSERT INTO acme.crm.accounts VALUES (9)",

@@ -57,11 +57,12 @@ func (f *sqlForeign) client(wh string) *remote.Client {
 func (f *sqlForeign) Foreign(wh string) bool { return f.client(wh) != nil }
 
 // LoadTable loads a foreign table with the remote's vended credentials.
-func (f *sqlForeign) LoadTable(ctx context.Context, wh string, id catalog.Ident) (*table.Table, error) {
+func (f *sqlForeign) LoadTable(ctx context.Context, who engine.Caller, wh string, id catalog.Ident) (*table.Table, error) {
 	c := f.client(wh)
 	if c == nil {
 		return nil, floe.E(floe.NotFound, "table", "Table does not exist: %s (foreign catalog %s is no longer served)", id, wh)
 	}
+	ctx = context.WithValue(ctx, remoteCallerKey{}, remoteCaller{principal: who.Subject.Principal, tokenID: who.TokenID})
 	t, err := c.LoadTable(ctx, id.Namespace, id.Name, true)
 	if err != nil {
 		return nil, err
@@ -92,6 +93,12 @@ func (f *sqlForeign) LoadTable(ctx context.Context, wh string, id catalog.Ident)
 	ident := append(slices.Clone([]string(id.Namespace)), id.Name)
 	return table.New(ident, md, t.MetadataLocation, fsF, nil), nil
 }
+
+// remoteCaller is the SQL session whose query made a remote call, for its
+// audit event (REST requests carry their token's claims instead).
+type remoteCaller struct{ principal, tokenID string }
+
+type remoteCallerKey struct{}
 
 // foreignStorageKeys are the storage properties a remote may set for
 // Floe's reads of its files; any other (a proxy, a request signer, a

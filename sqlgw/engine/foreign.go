@@ -21,9 +21,11 @@ type ForeignTables interface {
 	Foreign(wh string) bool
 	// LoadTable loads a table of foreign catalog wh with the storage
 	// credentials its remote vended to Floe: the table's FS reads the
-	// remote's files. Errors are floe errors (NotFound for a missing
-	// table, Unavailable when the remote or its storage cannot answer).
-	LoadTable(ctx context.Context, wh string, id catalog.Ident) (*table.Table, error)
+	// remote's files. who is the session's caller, whose query the remote
+	// calls are audited under. Errors are floe errors (NotFound for a
+	// missing table, Unavailable when the remote or its storage cannot
+	// answer).
+	LoadTable(ctx context.Context, who Caller, wh string, id catalog.Ident) (*table.Table, error)
 }
 
 // CodeRemoteUnavailable is the SQLSTATE of a query that needs a foreign

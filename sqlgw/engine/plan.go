@@ -76,7 +76,7 @@ func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *
 	tbl, err := ref.tbl, error(nil)
 	switch {
 	case foreign:
-		tbl, err = e.opts.Foreign.LoadTable(ctx, wh, id)
+		tbl, err = e.opts.Foreign.LoadTable(ctx, Caller{Subject: ss.sub, TokenID: ss.tokenID}, wh, id)
 	case tbl == nil:
 		tbl, err = ss.loadTable(ctx, wh, id)
 	}
