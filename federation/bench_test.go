@@ -107,29 +107,32 @@ func BenchmarkSQLJoin(b *testing.B) {
 		}
 	}
 	var want int64
-	for _, c := range []struct{ name, usage string }{{"local", "lake.usage"}, {"federated", "acme.lake.usage"}} {
-		q := "SELECT a.segment, count(*), sum(u.v) FROM " + c.usage + " u JOIN crm.accounts a ON u.account_id = a.id GROUP BY a.segment ORDER BY a.segment"
-		run := func(b *testing.B) int64 {
-			rs, err := conn.Query(ctx, q)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var total int64
-			for rs.Next() {
-				var seg string
-				var n, s int64
-				if err := rs.Scan(&seg, &n, &s); err != nil {
-					b.Fatal(err)
-				}
-				total += n
-			}
-			if err := rs.Err(); err != nil {
-				b.Fatal(err)
-			}
-			return total
+	query := func(usage string) string {
+		return "SELECT a.segment, count(*), sum(u.v) FROM " + usage + " u JOIN crm.accounts a ON u.account_id = a.id GROUP BY a.segment ORDER BY a.segment"
+	}
+	run := func(b *testing.B, q string) int64 {
+		rs, err := conn.Query(ctx, q)
+		if err != nil {
+			b.Fatal(err)
 		}
+		var total int64
+		for rs.Next() {
+			var seg string
+			var n, s int64
+			if err := rs.Scan(&seg, &n, &s); err != nil {
+				b.Fatal(err)
+			}
+			total += n
+		}
+		if err := rs.Err(); err != nil {
+			b.Fatal(err)
+		}
+		return total
+	}
+	for _, c := range []struct{ name, usage string }{{"local", "lake.usage"}, {"federated", "acme.lake.usage"}} {
+		q := query(c.usage)
 		b.Run(c.name, func(b *testing.B) {
-			got := run(b)
+			got := run(b, q)
 			if want == 0 {
 				want = got
 			}
@@ -137,10 +140,25 @@ func BenchmarkSQLJoin(b *testing.B) {
 				b.Fatalf("%s joined %d rows, want %d", c.name, got, rows)
 			}
 			for b.Loop() {
-				run(b)
+				run(b, q)
 			}
 		})
 	}
+	// Both joins in turn, so that both meet the same machine: the ratio
+	// is the figure.
+	b.Run("alternating", func(b *testing.B) {
+		var local, fed time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			run(b, query("lake.usage"))
+			t1 := time.Now()
+			run(b, query("acme.lake.usage"))
+			local, fed = local+t1.Sub(t0), fed+time.Since(t1)
+		}
+		b.ReportMetric(float64(local.Microseconds())/1000/float64(b.N), "local-ms/op")
+		b.ReportMetric(float64(fed.Microseconds())/1000/float64(b.N), "federated-ms/op")
+		b.ReportMetric(float64(fed)/float64(local), "federated/local")
+	})
 }
 
 // values renders (0), (1), ... (n-1).
