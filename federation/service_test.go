@@ -86,7 +86,9 @@ func TestServiceValidation(t *testing.T) {
 			s.RoleARN, s.ExternalID = "arn:aws:iam::123456789012:role/r", "ext-1"
 		}), ""},
 		{"sigv4 without a region", with(func(s *federation.Spec) { s.Name, s.Auth, s.Secret, s.ClientID = "x14", "sigv4", "", "" }), "auth sigv4 needs region"},
-		{"sigv4 wrong region", with(func(s *federation.Spec) { s.Name, s.Auth, s.Region, s.Secret, s.ClientID = "x15", "sigv4", "EU", "", "" }), "auth sigv4 needs region"},
+		{"sigv4 wrong region", with(func(s *federation.Spec) {
+			s.Name, s.Auth, s.Region, s.Secret, s.ClientID = "x15", "sigv4", "EU", "", ""
+		}), "auth sigv4 needs region"},
 		{"unknown auth", with(func(s *federation.Spec) { s.Name, s.Auth = "x16", "kerberos" }), `auth "kerberos" is not one of none, bearer, oauth2, sigv4`},
 		{"oauth2 writes", with(func(s *federation.Spec) {
 			s.Name, s.Writes, s.WriteClientID, s.WriteSecret = "w1", true, "writer", "w-secret"

@@ -25,7 +25,9 @@ func TestFinishWrites(t *testing.T) {
 			func(c federation.Catalog) bool { return !c.Writes && c.WriteClientSecret == "" }},
 		{"oauth2", federation.Catalog{Name: "a", URI: "https://r.example", Auth: "oauth2", ClientID: "r", ClientSecretEnv: "READ",
 			Writes: true, WriteClientID: "w", WriteClientSecretEnv: "WRITE"}, "",
-			func(c federation.Catalog) bool { return c.WriteClientSecret == "write-secret" && c.ClientSecret == "read-secret" }},
+			func(c federation.Catalog) bool {
+				return c.WriteClientSecret == "write-secret" && c.ClientSecret == "read-secret"
+			}},
 		{"bearer", federation.Catalog{Name: "a", URI: "https://r.example", Auth: "bearer", TokenEnv: "READ", Writes: true, WriteTokenEnv: "WRITE"}, "",
 			func(c federation.Catalog) bool { return c.WriteToken == "write-secret" }},
 		{"sigv4, external id inherited", federation.Catalog{Name: "a", URI: "https://glue.example/iceberg", Auth: "sigv4", Region: "us-east-1",
