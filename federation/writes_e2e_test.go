@@ -29,7 +29,7 @@ import (
 // CREATE_NAMESPACE and DROP); and the ISV's Floe, where an administrator
 // creates the foreign catalog "acme" through the management API with
 // writes on, the reader's secret and the writer's (both sealed).
-func writingFederation(t *testing.T) (remote, local *testkit.Floe, readerID, writerID string) {
+func writingFederation(t testing.TB) (remote, local *testkit.Floe, readerID, writerID string) {
 	t.Helper()
 	ctx := t.Context()
 	remote = seedFloe(t, "crm", "accounts")
