@@ -174,13 +174,13 @@ func (h *Handler) forwardWrite(w http.ResponseWriter, r *http.Request, rt route,
 			return err
 		}
 		var id catalog.Ident
-		staged := false
+		own := true // the creator owns the table; a staged create when committed, an overwrite never
 		if rt.name == "createTable" {
 			var req createTableRequest
 			if fwd.Body, err = readForwarded(r, &req, "name", "schema"); err != nil {
 				return err
 			}
-			id, staged = catalog.Ident{Namespace: ns, Name: req.Name}, req.StageCreate
+			id, own = catalog.Ident{Namespace: ns, Name: req.Name}, !req.StageCreate
 			if err := id.Validate(); err != nil {
 				return err
 			}
@@ -193,7 +193,7 @@ func (h *Handler) forwardWrite(w http.ResponseWriter, r *http.Request, rt route,
 			if fwd.Body, err = readForwarded(r, &req, "name", "metadata-location"); err != nil {
 				return err
 			}
-			id, staged = catalog.Ident{Namespace: ns, Name: req.Name}, req.Overwrite // an overwrite is owned already
+			id, own = catalog.Ident{Namespace: ns, Name: req.Name}, !req.Overwrite
 			if err := id.Validate(); err != nil {
 				return err
 			}
@@ -208,7 +208,7 @@ func (h *Handler) forwardWrite(w http.ResponseWriter, r *http.Request, rt route,
 		if err != nil {
 			return err
 		}
-		if !staged { // a staged create is owned when it is committed
+		if own {
 			h.owned(r, authz.Table(wh, id))
 		}
 		return h.writtenTable(w, r, wh, id, body)

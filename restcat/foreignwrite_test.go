@@ -130,6 +130,21 @@ func TestForeignWritesDeniedLocally(t *testing.T) {
 	if r := f.Do(t, "POST", "/v1/acme/namespaces", big); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "larger than") {
 		t.Errorf("oversized body: %d %.200s", r.Status, r.Body)
 	}
+	// Malformed writes are refused before anything is forwarded.
+	for _, tc := range [][3]string{
+		{"POST", "/v1/acme/namespaces", `{"namespace":[]}`},
+		{"POST", "/v1/acme/namespaces", `{"namespace":["a\u001fb"]}`},
+		{"POST", acmeTables, `{"name":"t"}`},
+		{"POST", acmeTables, `{"name":"","schema":{"type":"struct","fields":[]}}`},
+		{"POST", acmeTables + "/accounts", `{"identifier":{"namespace":["crm"],"name":"other"},"requirements":[],"updates":[]}`},
+		{"POST", acmeTables + "/accounts", `not json`},
+		{"DELETE", acmeTables + "/accounts?purgeRequested=maybe", ""},
+		{"POST", "/v1/acme/transactions/commit", `{"table-changes":[{"requirements":[],"updates":[]}]}`},
+	} {
+		if r := f.Do(t, tc[0], tc[1], tc[2]); r.Status != http.StatusBadRequest {
+			t.Errorf("%s %s %s: %d %s, want 400", tc[0], tc[1], tc[2], r.Status, r.Body)
+		}
+	}
 	// Views are not forwarded, even for an administrator.
 	if r := f.Do(t, "POST", "/v1/acme/namespaces/crm/views", `{}`); r.Status != http.StatusForbidden {
 		t.Errorf("createView: %d %s", r.Status, r.Body)

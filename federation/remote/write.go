@@ -82,8 +82,13 @@ func (c *Client) Write(ctx context.Context, w Write) (*WriteResult, error) {
 	if w.Method != http.MethodPost && w.Method != http.MethodDelete {
 		return nil, floe.E(floe.Invalid, "", "write %s: method %s is not forwarded", w.Operation, w.Method)
 	}
-	if strings.HasPrefix(w.Path, "/") || strings.Contains(w.Path, "..") || strings.ContainsAny(w.Path, "?#") {
+	if w.Path == "" || strings.ContainsAny(w.Path, "?#") {
 		return nil, floe.E(floe.Invalid, "", "write %s: invalid path", w.Operation)
+	}
+	for _, seg := range strings.Split(w.Path, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return nil, floe.E(floe.Invalid, "", "write %s: invalid path", w.Operation)
+		}
 	}
 	p, err := c.path(ctx, w.Path)
 	if err != nil {

@@ -58,7 +58,7 @@ func TestWriteForwards(t *testing.T) {
 		t.Fatalf("audit %+v", last)
 	}
 	for _, bad := range []Write{{Operation: "x", Method: "GET", Path: "namespaces"}, {Operation: "x", Method: "POST", Path: "/v1/x"},
-		{Operation: "x", Method: "POST", Path: "namespaces/../../oauth"}} {
+		{Operation: "x", Method: "POST", Path: "namespaces/../../oauth"}, {Operation: "x", Method: "POST", Path: "namespaces//tables"}} {
 		if _, err := c.Write(context.Background(), bad); floe.KindOf(err) != floe.Invalid {
 			t.Errorf("%+v: %v", bad, err)
 		}
