@@ -90,6 +90,11 @@ func (a *App) auditRemote(ctx context.Context, c remote.Call) {
 	if cl, ok := auth.ClaimsFrom(ctx); ok {
 		e.Principal = cl.Principal
 		e.Detail["token_id"] = cl.TokenID
+	} else if rc, ok := ctx.Value(remoteCallerKey{}).(remoteCaller); ok {
+		e.Principal = rc.principal
+		if rc.tokenID != "" {
+			e.Detail["token_id"] = rc.tokenID
+		}
 	}
 	e.RequestID = restcat.RequestID(ctx)
 	a.events.Record(ctx, e)

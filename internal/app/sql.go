@@ -45,6 +45,7 @@ func (a *App) startSQL(ctx context.Context) error {
 		TrinoCatalog:     cfg.SQLViewTrinoCatalog,
 		Tables:           lake.New(a.cat, fsys, lake.Options{Logger: a.log}),
 		Catalog:          a.cat,
+		Foreign:          newSQLForeign(a),
 		DDL:              a.cat,
 		MaxTxnStatements: cfg.SQLMaxTransactionStatements,
 		MaxTempTables:    cfg.SQLMaxTempTables,

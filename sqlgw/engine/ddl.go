@@ -145,6 +145,9 @@ func (ss *session) owned(ctx context.Context, s authz.Securable) {
 // database checks the database part of a name: the warehouse.
 func (ss *session) database(name string) (string, error) {
 	wh := ss.e.opts.Warehouse
+	if name != wh && ss.e.isForeign(name) {
+		return "", readOnlyForeign(name)
+	}
 	if name != wh {
 		return "", &pgwire.Error{Code: pgwire.CodeFeatureNotSupported,
 			Message: fmt.Sprintf("cross-database references are not implemented: %q (this endpoint's database is the warehouse %q)", name, wh)}

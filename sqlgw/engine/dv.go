@@ -47,7 +47,7 @@ func (c *fileCache) dvPath(ctx context.Context, d iceberg.DataFile, dataLoc stri
 	if ref := d.ReferencedDataFile(); ref == nil || *ref != dataLoc {
 		return "", floe.E(floe.Invalid, "table", "deletion vector %s does not name data file %s", d.FilePath(), dataLoc)
 	}
-	key := "deletion-vector:" + d.FilePath() + "@" + strconv.FormatInt(*off, 10) + "+" + strconv.FormatInt(*size, 10) + ":" + dataLoc
+	key := scopeOf(ctx).key("deletion-vector:"+d.FilePath()) + "@" + strconv.FormatInt(*off, 10) + "+" + strconv.FormatInt(*size, 10) + ":" + dataLoc
 	return c.pinned(ctx, key, ps, func(ctx context.Context) (*cachedFile, error) {
 		blob, err := c.readRange(ctx, d.FilePath(), *off, *size)
 		if err != nil {
@@ -67,7 +67,8 @@ func (c *fileCache) readRange(ctx context.Context, location string, off, size in
 		return nil, floe.E(floe.Invalid, "table", "deletion vector blob of %d bytes at %d in %s is out of bounds (at most %d bytes)", size, off, location, maxDVBlobBytes)
 	}
 	buf := make([]byte, size)
-	if p, ok, err := c.src.LocalPath(ctx, location); err != nil {
+	src := c.source(ctx)
+	if p, ok, err := src.LocalPath(ctx, location); err != nil {
 		return nil, err
 	} else if ok {
 		f, err := os.Open(p)
@@ -80,7 +81,7 @@ func (c *fileCache) readRange(ctx context.Context, location string, off, size in
 		}
 		return buf, nil
 	}
-	body, total, err := c.src.Open(ctx, location)
+	body, total, err := src.Open(ctx, location)
 	if err != nil {
 		return nil, err
 	}

@@ -82,6 +82,10 @@ type Options struct {
 	Tables Tables
 	// Catalog lists namespaces and tables (required).
 	Catalog Lister
+	// Foreign opens the tables of foreign (federated) catalogs, read-only
+	// and in place (foreign.go); nil: three-part names reach local
+	// warehouses only.
+	Foreign ForeignTables
 	// Policies is the authorization policy; nil makes every caller
 	// unrestricted.
 	Policies Policies

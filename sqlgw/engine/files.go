@@ -150,12 +150,13 @@ func newFileCache(src ObjectSource, budget int64, maxFiles int) *fileCache {
 // file at location, readable at path (a path returned by c.path and still
 // pinned), from its Parquet footer; ok is false when the footer cannot be
 // read or a column has no field id.
-func (c *fileCache) fields(location, path string) (_ []fileField, ok bool) {
-	if ff, ok := c.shapes.Get(location); ok {
+func (c *fileCache) fields(ctx context.Context, location, path string) (_ []fileField, ok bool) {
+	key := scopeOf(ctx).key(location)
+	if ff, ok := c.shapes.Get(key); ok {
 		return ff, ff != nil
 	}
 	ff := readFields(path)
-	c.shapes.Add(location, ff)
+	c.shapes.Add(key, ff)
 	return ff, ff != nil
 }
 
@@ -230,22 +231,34 @@ func (p *pinSet) release() {
 
 // path returns a path DuckDB can read location at: the object's own file
 // when it is plaintext on local disk, else an in-memory copy pinned in ps.
+// The files of a foreign table (ctx's foreignScope) are read from its
+// remote and cached under keys of their own.
 func (c *fileCache) path(ctx context.Context, location string, ps *pinSet) (string, error) {
-	if p, ok, err := c.src.LocalPath(ctx, location); err != nil {
+	src := c.source(ctx)
+	if p, ok, err := src.LocalPath(ctx, location); err != nil {
 		return "", err
 	} else if ok {
 		return p, nil
 	}
-	return c.pinned(ctx, location, ps, func(ctx context.Context) (*cachedFile, error) { return c.load(ctx, location) })
+	return c.pinned(ctx, scopeOf(ctx).key(location), ps, func(ctx context.Context) (*cachedFile, error) { return c.load(ctx, src, location) })
+}
+
+// source returns what reads the files ctx names: the foreign table's
+// remote, or the warehouse's objects.
+func (c *fileCache) source(ctx context.Context) ObjectSource {
+	if s := scopeOf(ctx); s != nil {
+		return s.src
+	}
+	return c.src
 }
 
 // pinned returns the path of the in-memory file cached under key, pinned
 // in ps, made by load when it is not cached (once, however many queries
 // ask for it at the same time).
-func (c *fileCache) pinned(ctx context.Context, location string, ps *pinSet, load func(context.Context) (*cachedFile, error)) (string, error) {
+func (c *fileCache) pinned(ctx context.Context, key string, ps *pinSet, load func(context.Context) (*cachedFile, error)) (string, error) {
 	for {
 		c.mu.Lock()
-		if el, ok := c.entries[location]; ok {
+		if el, ok := c.entries[key]; ok {
 			cf := el.Value.(*cachedFile)
 			c.lru.MoveToFront(el)
 			cf.pins++
@@ -253,7 +266,7 @@ func (c *fileCache) pinned(ctx context.Context, location string, ps *pinSet, loa
 			c.mu.Unlock()
 			return fdDir + strconv.Itoa(int(cf.f.Fd())), nil
 		}
-		if lc, ok := c.loading[location]; ok {
+		if lc, ok := c.loading[key]; ok {
 			c.mu.Unlock()
 			select {
 			case <-lc.done:
@@ -266,20 +279,21 @@ func (c *fileCache) pinned(ctx context.Context, location string, ps *pinSet, loa
 			continue
 		}
 		lc := &loadCall{done: make(chan struct{})}
-		c.loading[location] = lc
+		c.loading[key] = lc
 		c.mu.Unlock()
 		cf, err := load(ctx)
 		c.mu.Lock()
-		delete(c.loading, location)
+		delete(c.loading, key)
 		lc.err = err
 		close(lc.done)
 		if err != nil {
 			c.mu.Unlock()
 			return "", err
 		}
+		cf.location = key
 		c.gen++
 		cf.gen = c.gen
-		c.entries[location] = c.lru.PushFront(cf)
+		c.entries[key] = c.lru.PushFront(cf)
 		c.size += cf.size
 		cf.pins++
 		ps.files = append(ps.files, cf)
@@ -289,9 +303,9 @@ func (c *fileCache) pinned(ctx context.Context, location string, ps *pinSet, loa
 	}
 }
 
-// load copies an object into a new memfd.
-func (c *fileCache) load(ctx context.Context, location string) (*cachedFile, error) {
-	body, size, err := c.src.Open(ctx, location)
+// load copies an object of src into a new memfd.
+func (c *fileCache) load(ctx context.Context, src ObjectSource, location string) (*cachedFile, error) {
+	body, size, err := src.Open(ctx, location)
 	if err != nil {
 		return nil, err
 	}

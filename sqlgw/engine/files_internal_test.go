@@ -128,7 +128,7 @@ func TestReadableByName(t *testing.T) {
 			t.Fatal(err)
 		}
 		tasks, pathOf := tasksOf(c.files...)
-		if got := e.readableByName(c.schema, cols, tasks, pathOf); got != c.want {
+		if got := e.readableByName(t.Context(), c.schema, cols, tasks, pathOf); got != c.want {
 			t.Errorf("readableByName(%v) = %v, want %v", c.files, got, c.want)
 		}
 	}

@@ -70,16 +70,41 @@ func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *
 			return nil, err
 		}
 	}
+	// A foreign catalog's table is loaded from its remote only now, once
+	// the caller may read it, and its files are read from there.
+	foreign := e.isForeign(wh)
 	tbl, err := ref.tbl, error(nil)
-	if tbl == nil {
+	switch {
+	case foreign:
+		tbl, err = e.opts.Foreign.LoadTable(ctx, Caller{Subject: ss.sub, TokenID: ss.tokenID}, wh, id)
+	case tbl == nil:
 		tbl, err = ss.loadTable(ctx, wh, id)
 	}
 	if err != nil {
 		if floe.KindOf(err) == floe.NotFound {
 			return nil, &pgwire.Error{Code: pgwire.CodeUndefinedTable, Message: fmt.Sprintf("relation %q does not exist", strings.Join(ref.path, ".")), Err: err}
 		}
-		return nil, err
+		return nil, remoteError(wh, err)
 	}
+	if foreign {
+		if ctx, err = withForeign(ctx, wh, tbl); err != nil {
+			return nil, remoteError(wh, err)
+		}
+		r, err := e.resolveLoaded(ctx, ss, ref, wh, id, tbl, sub, filters, pins)
+		if err != nil && floe.KindOf(err) == floe.Internal && !errors.As(err, new(*pgwire.Error)) {
+			// The remote's metadata or storage failed to answer.
+			err = floe.Wrap(floe.Unavailable, err, "foreign catalog %s: cannot read table %s", wh, id)
+		}
+		return r, remoteError(wh, err)
+	}
+	return e.resolveLoaded(ctx, ss, ref, wh, id, tbl, sub, filters, pins)
+}
+
+// resolveLoaded is resolve once the table is loaded: it plans the files of
+// the snapshot the reference reads and renders its view, with the data
+// filters of sub applied.
+func (e *Engine) resolveLoaded(ctx context.Context, ss *session, ref *tableRef, wh string, id catalog.Ident, tbl *table.Table,
+	sub authz.Subject, filters []authz.DataFilter, pins *pinSet) (*resolved, error) {
 	r := &resolved{wh: wh, id: id, filtered: filters != nil}
 	snap, err := e.snapshotOf(ctx, ss, tbl, ref.at)
 	if err != nil {
@@ -168,7 +193,7 @@ type planKey struct {
 // snapshot that references a file outside the table's location is refused
 // (Forbidden, SQLSTATE 42501).
 func (e *Engine) planFiles(ctx context.Context, tbl *table.Table, snapshot int64, filter iceberg.BooleanExpression) ([]table.FileScanTask, error) {
-	key := planKey{table: tbl.Metadata().TableUUID().String(), snapshot: snapshot}
+	key := planKey{table: scopeOf(ctx).key(tbl.Metadata().TableUUID().String()), snapshot: snapshot}
 	opts := []table.ScanOption{table.WithSnapshotID(snapshot)}
 	if filter != nil {
 		key.filter = filter.String()
@@ -329,7 +354,7 @@ func (e *Engine) scanSQL(ctx context.Context, schema *iceberg.Schema, tasks []ta
 			eqByFile[d.FilePath()] = append(eqByFile[d.FilePath()], loc)
 		}
 	}
-	byName := !lineage && e.readableByName(schema, cols, tasks, pathOf)
+	byName := !lineage && e.readableByName(ctx, schema, cols, tasks, pathOf)
 	if byName {
 		for i, c := range cols {
 			names[i] = "CAST(d." + quoteIdent(c.name) + " AS " + c.typ + ") AS " + quoteIdent(c.name)
@@ -444,7 +469,7 @@ func appendPositionJoin(b *strings.Builder, alias string, files, posMap []string
 // columns: the same field ids under the same names. The columns are then
 // cast to the table's types (a cast to the type a column already has is
 // no cast at all, so filters still reach the Parquet reader).
-func (e *Engine) readableByName(schema *iceberg.Schema, cols []column, tasks []table.FileScanTask, pathOf map[string]string) bool {
+func (e *Engine) readableByName(ctx context.Context, schema *iceberg.Schema, cols []column, tasks []table.FileScanTask, pathOf map[string]string) bool {
 	if len(cols) == 0 {
 		return false
 	}
@@ -471,7 +496,7 @@ func (e *Engine) readableByName(schema *iceberg.Schema, cols []column, tasks []t
 			continue
 		}
 		seen[loc] = true
-		ff, ok := e.files.fields(loc, pathOf[loc])
+		ff, ok := e.files.fields(ctx, loc, pathOf[loc])
 		if !ok || len(ff) != len(want) {
 			return false
 		}

@@ -32,7 +32,7 @@ func (e *Engine) appendPlan(ctx context.Context, tbl *table.Table, snapshot int6
 	if snap == nil || snap.ParentSnapshotID == nil {
 		return nil, nil, false, nil
 	}
-	parentTasks, parentManifests, found := e.plans.manifestsOf(planKey{table: tbl.Metadata().TableUUID().String(), snapshot: *snap.ParentSnapshotID})
+	parentTasks, parentManifests, found := e.plans.manifestsOf(planKey{table: scopeOf(ctx).key(tbl.Metadata().TableUUID().String()), snapshot: *snap.ParentSnapshotID})
 	if !found {
 		return nil, nil, false, nil
 	}

@@ -104,7 +104,7 @@ func filesBytes(tasks []table.FileScanTask) int64 {
 // when making it fails, as the scan of the files.
 func (ss *session) keptBase(ctx context.Context, tbl *table.Table, snapshot int64, tasks []table.FileScanTask, size int64, pins *pinSet) (string, error) {
 	e, c := ss.e, ss.tables
-	key := tableKey{uuid: tbl.Metadata().TableUUID().String(), snapshot: snapshot, schema: tbl.Schema().ID}
+	key := tableKey{uuid: scopeOf(ctx).key(tbl.Metadata().TableUUID().String()), snapshot: snapshot, schema: tbl.Schema().ID}
 	c.clock++
 	if ct, ok := c.entries[key]; ok {
 		ct.used = c.clock

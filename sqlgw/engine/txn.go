@@ -89,6 +89,11 @@ func (ss *session) createdHere(wh string, id catalog.Ident) bool {
 // loadTable opens a table: as the session's transaction sees it when one
 // is open, else at the catalog's current metadata.
 func (ss *session) loadTable(ctx context.Context, wh string, id catalog.Ident) (*table.Table, error) {
+	if ss.e.isForeign(wh) {
+		// Reads of foreign tables load them in resolve, after the
+		// privilege check; every other use is a change.
+		return nil, readOnlyForeign(wh)
+	}
 	if ss.txn == nil {
 		return ss.e.opts.Tables.LoadTable(ctx, wh, id)
 	}

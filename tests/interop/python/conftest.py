@@ -143,6 +143,16 @@ def floe_demo(request: pytest.FixtureRequest):
     _finish(srv, request)
 
 
+@pytest.fixture(scope="session")
+def rest_fixture():
+    """Apache Iceberg's REST fixture server (restfixture.py), one per run:
+    a real third-party Iceberg REST catalog; tests keep to namespaces of
+    their own."""
+    from restfixture import rest_fixture_server
+    with rest_fixture_server() as fx:
+        yield fx
+
+
 @pytest.fixture
 def catalog(floe: FloeServer) -> RestCatalog:
     return floe.catalog()

@@ -1,9 +1,8 @@
 """`floe check` (the S1–S7 readiness checklist) from the built binary against
 two real catalogs: a Floe started with --demo (plus a view and lifecycle
 tiering) passes every check and exits 0; Apache Iceberg's REST fixture server
-(org.apache.iceberg.rest.RESTCatalogServer from iceberg-open-api's
-test-fixtures jar, resolved from Maven Central into ~/.m2 by
-tests/interop/restfixture/pom.xml) is checked to completion and fails S4,
+(restfixture.py: org.apache.iceberg.rest.RESTCatalogServer from
+iceberg-open-api's test-fixtures jar, resolved from Maven Central) is checked to completion and fails S4,
 since it vends no storage credentials, with exit status 1.
 
 Needs Java 17+ and Maven (CI installs both); the first run downloads the
@@ -12,21 +11,14 @@ fixture's jars, later runs are offline.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
 import subprocess
-import tempfile
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 from conftest import WAREHOUSE, floe_binary
+from restfixture import http
 
-REPO = Path(__file__).resolve().parents[3]
-FIXTURE_POM = REPO / "tests" / "interop" / "restfixture" / "pom.xml"
 STANDARDS = {"S1", "S2", "S3", "S4", "S5", "S6", "S7"}
 
 
@@ -39,64 +31,19 @@ def run_check(*args: str) -> tuple[int, dict]:
     return p.returncode, report
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http(method: str, url: str, body: dict | None = None) -> dict:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return json.loads(r.read() or b"{}")
-
-
 @pytest.fixture(scope="module")
-def rest_fixture():
-    """Apache Iceberg's REST fixture server (in-memory SQLite JDBC catalog,
-    a temporary warehouse) on a free port, with namespace crm and two tables."""
-    mvn, java = shutil.which("mvn"), shutil.which("java")
-    assert mvn and java, "the REST fixture needs java and mvn on PATH (CI installs both)"
-    work = Path(tempfile.mkdtemp(prefix="floe-interop-restfixture-"))
-    cp_file = work / "cp.txt"
-    r = subprocess.run([mvn, "-q", "-B", "-f", str(FIXTURE_POM), "dependency:build-classpath",
-                        f"-Dmdep.outputFile={cp_file}"], capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, f"resolving the REST fixture failed:\n{r.stdout}\n{r.stderr}"
-    port = free_port()
-    env = {**os.environ, "CATALOG_WAREHOUSE": str(work / "warehouse"), "CATALOG_REST_PORT": str(port)}
-    log = open(work / "fixture.log", "w")
-    proc = subprocess.Popen([java, "-cp", cp_file.read_text().strip(), "org.apache.iceberg.rest.RESTCatalogServer"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    uri = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, f"the REST fixture exited: {(work / 'fixture.log').read_text()[-3000:]}"
-            try:
-                http("GET", uri + "/v1/config")
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
-        http("POST", uri + "/v1/namespaces", {"namespace": ["crm"]})
-        schema = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": True, "type": "long"}]}
-        for name in ("accounts", "activities"):
-            http("POST", uri + "/v1/namespaces/crm/tables", {"name": name, "schema": schema})
-        yield uri
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-        shutil.rmtree(work, ignore_errors=True)
+def crm_fixture(rest_fixture) -> str:
+    """The suite's REST fixture server, with namespace crm and two tables."""
+    uri = rest_fixture.uri
+    http("POST", uri + "/v1/namespaces", {"namespace": ["crm"]})
+    schema = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": True, "type": "long"}]}
+    for name in ("accounts", "activities"):
+        http("POST", uri + "/v1/namespaces/crm/tables", {"name": name, "schema": schema})
+    return uri
 
 
-def test_check_rest_fixture_fails_s4(rest_fixture):
-    rc, report = run_check("--url", rest_fixture, "--credential", "client:secret")
+def test_check_rest_fixture_fails_s4(crm_fixture):
+    rc, report = run_check("--url", crm_fixture, "--credential", "client:secret")
     assert rc == 1, report
     assert report["floe"] is False
     by_id = {f["id"]: f for f in report["findings"]}

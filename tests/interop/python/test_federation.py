@@ -95,3 +95,42 @@ def test_floe_grants_govern_the_foreign_catalog(local, remote_table):
     with pytest.raises(RestError) as e:
         local.request("GET", path + "/credentials", token=users["fed_describe"])
     assert e.value.status == 403 and "SELECT" in e.value.body
+
+
+def _sql(srv: FloeServer, user: str, token: str):
+    import psycopg
+    return psycopg.connect(host="127.0.0.1", port=srv.sql_port, dbname="floe", user=user, password=token,
+                           sslmode="disable", connect_timeout=10, autocommit=True)
+
+
+def test_sql_endpoint_joins_a_foreign_table_with_a_local_one(local, remote_table):
+    """The seed's scenario: CRM tables of the local Floe joined in Floe's SQL
+    endpoint (psycopg) with a table the remote holds, read in place; Floe's
+    grants decide who may read it, and it stays read-only."""
+    import psycopg
+    ns, want = remote_table
+    admin = local.fetch_token()
+    with _sql(local, "admin", admin) as conn:
+        conn.execute("CREATE SCHEMA IF NOT EXISTS fed_crm")
+        conn.execute("CREATE TABLE fed_crm.orders (customer_id BIGINT, amount BIGINT)")
+        conn.execute("INSERT INTO fed_crm.orders VALUES (1, 100), (3, 30), (3, 5), (9, 900)")
+        rows = conn.execute(
+            f"SELECT c.id, c.name, sum(o.amount) FROM acme.{ns}.customers c "
+            "JOIN fed_crm.orders o ON o.customer_id = c.id GROUP BY c.id, c.name ORDER BY c.id").fetchall()
+        assert rows == [(1, "a", 100), (3, "c", 35)]
+        # Every row of the remote table, as PyIceberg reads it from the remote.
+        got = conn.execute(f"SELECT id, name FROM acme.{ns}.customers ORDER BY id").fetchall()
+        assert got == list(zip(want.column("id").to_pylist(), want.column("name").to_pylist()))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="read-only"):
+            conn.execute(f"INSERT INTO acme.{ns}.customers VALUES (4, 'd')")
+    # A principal with SELECT on the local table only: the foreign one is
+    # refused naming the missing privilege, and the remote is not asked.
+    created = local.request("POST", "/api/v1/principals", token=admin, body={"name": "fed_sql_orders_only"})
+    local.request("POST", "/api/v1/grants", token=admin, body={
+        "grantee": {"kind": "principal", "name": "fed_sql_orders_only"}, "privilege": "SELECT",
+        "on": {"kind": "table", "warehouse": "floe", "namespace": ["fed_crm"], "name": "orders"}})
+    token = local.fetch_token(created["client_id"], created["client_secret"])
+    with _sql(local, "fed_sql_orders_only", token) as conn:
+        assert conn.execute("SELECT count(*) FROM fed_crm.orders").fetchone() == (4,)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="SELECT"):
+            conn.execute(f"SELECT * FROM acme.{ns}.customers")
