@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -70,8 +71,27 @@ type Catalog struct {
 	// most 1 h; 0 takes the default, a negative value caches nothing).
 	CacheTTL time.Duration `yaml:"cache_ttl" json:"cache_ttl"`
 
-	// Token and ClientSecret are read from the environment by Finish.
-	Token, ClientSecret string `yaml:"-" json:"-"`
+	// Writes turns on forwarding writes (namespaces, tables, commits) to
+	// the remote, off by default (every write is refused). Writes use a
+	// separate write credential, required with Writes, so that reads
+	// never carry what the remote grants the write identity:
+	// WriteTokenEnv (auth bearer), WriteClientID and WriteClientSecretEnv
+	// (auth oauth2, with the read client's Scope and TokenURL), or
+	// WriteRoleARN with an optional WriteExternalID (auth sigv4: the role
+	// assumed for writes, on top of the same AWS default chain; the
+	// external id defaults to ExternalID). Auth none has no credential to
+	// separate, so it cannot write.
+	Writes               bool   `yaml:"writes" json:"writes"`
+	WriteTokenEnv        string `yaml:"write_token_env" json:"write_token_env"`
+	WriteClientID        string `yaml:"write_client_id" json:"write_client_id"`
+	WriteClientSecretEnv string `yaml:"write_client_secret_env" json:"write_client_secret_env"`
+	WriteRoleARN         string `yaml:"write_role_arn" json:"write_role_arn"`
+	WriteExternalID      string `yaml:"write_external_id" json:"write_external_id"`
+
+	// Token and ClientSecret are read from the environment by Finish, as
+	// are WriteToken and WriteClientSecret.
+	Token, ClientSecret           string `yaml:"-" json:"-"`
+	WriteToken, WriteClientSecret string `yaml:"-" json:"-"`
 }
 
 var (
@@ -167,6 +187,73 @@ func Finish(cs []Catalog, getenv func(string) string, reserved ...string) error 
 		default:
 			return bad("auth %q is not one of none, bearer, oauth2, sigv4", c.Auth)
 		}
+		if err := finishWrites(c, getenv); err != nil {
+			return bad("%s", err)
+		}
+	}
+	return nil
+}
+
+// finishWrites validates the write settings of c and reads its write
+// secret: a separate write credential is required with writes, refused
+// without, and may not be the read credential.
+func finishWrites(c *Catalog, getenv func(string) string) error {
+	set := map[string]string{"write_token_env": c.WriteTokenEnv, "write_client_id": c.WriteClientID,
+		"write_client_secret_env": c.WriteClientSecretEnv, "write_role_arn": c.WriteRoleARN, "write_external_id": c.WriteExternalID}
+	if !c.Writes {
+		for _, k := range []string{"write_token_env", "write_client_id", "write_client_secret_env", "write_role_arn", "write_external_id"} {
+			if set[k] != "" {
+				return fmt.Errorf("%s is set but writes is not: set writes: true to forward writes, or remove it", k)
+			}
+		}
+		return nil
+	}
+	allowed := map[string][]string{AuthBearer: {"write_token_env"}, AuthOAuth2: {"write_client_id", "write_client_secret_env"},
+		AuthSigV4: {"write_role_arn", "write_external_id"}}[c.Auth]
+	for k, v := range set {
+		if v != "" && !slices.Contains(allowed, k) {
+			return fmt.Errorf("%s does not apply to auth %s", k, c.Auth)
+		}
+	}
+	switch c.Auth {
+	case AuthBearer:
+		if c.WriteTokenEnv == "" {
+			return fmt.Errorf("writes need a separate write credential: auth bearer takes write_token_env (the variable holding the write token)")
+		}
+		if c.WriteToken = getenv(c.WriteTokenEnv); c.WriteToken == "" {
+			return fmt.Errorf("the environment variable %s (write_token_env) is empty", c.WriteTokenEnv)
+		}
+		if c.WriteToken == c.Token {
+			return fmt.Errorf("the write token is the read token: writes need a credential of their own (least privilege)")
+		}
+	case AuthOAuth2:
+		if c.WriteClientID == "" || c.WriteClientSecretEnv == "" {
+			return fmt.Errorf("writes need a separate write credential: auth oauth2 takes write_client_id and write_client_secret_env")
+		}
+		if c.WriteClientID == c.ClientID {
+			return fmt.Errorf("write_client_id is the read client_id: writes need a client of their own (least privilege)")
+		}
+		if c.WriteClientSecret = getenv(c.WriteClientSecretEnv); c.WriteClientSecret == "" {
+			return fmt.Errorf("the environment variable %s (write_client_secret_env) is empty", c.WriteClientSecretEnv)
+		}
+	case AuthSigV4:
+		if c.WriteRoleARN == "" {
+			return fmt.Errorf("writes need a separate write credential: auth sigv4 takes write_role_arn (the role assumed for writes)")
+		}
+		if !roleARNRE.MatchString(c.WriteRoleARN) {
+			return fmt.Errorf("write_role_arn %q is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)", c.WriteRoleARN)
+		}
+		if c.WriteRoleARN == c.RoleARN {
+			return fmt.Errorf("write_role_arn is the read role_arn: writes need a role of their own (least privilege)")
+		}
+		if c.WriteExternalID == "" {
+			c.WriteExternalID = c.ExternalID
+		}
+		if c.WriteExternalID != "" && (len(c.WriteExternalID) < 2 || len(c.WriteExternalID) > 1224 || !externalIDRE.MatchString(c.WriteExternalID)) {
+			return fmt.Errorf("write_external_id must be 2 to 1224 characters of letters, digits and +=,.@:/-_")
+		}
+	default:
+		return fmt.Errorf("writes need a separate write credential, and auth %s has none: use bearer, oauth2 or sigv4", c.Auth)
 	}
 	return nil
 }

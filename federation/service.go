@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,6 +21,11 @@ import (
 // sealer (internal/keywrap); it is bound into each sealed secret with the
 // catalog's id.
 const SealPurpose = "federation.catalog-secret"
+
+// WriteSealPurpose names the write secrets of foreign catalogs (the write
+// identity's bearer token or client secret) to the store's secret sealer,
+// bound with the catalog's id.
+const WriteSealPurpose = "federation.catalog-write-secret"
 
 // MaxSecret bounds a secret passed to Create (a bearer token or an OAuth2
 // client secret), in bytes.
@@ -49,10 +55,13 @@ type Record struct {
 	URI string
 	// Warehouse is the remote warehouse, sent to its /v1/config.
 	Warehouse string
-	// Auth is none, bearer or oauth2.
+	// Auth is none, bearer, oauth2 or sigv4.
 	Auth string
 	// ClientID, Scope and TokenURL configure OAuth2 client credentials.
 	ClientID, Scope, TokenURL string
+	// Region, SigningName, RoleARN and ExternalID configure auth sigv4
+	// (no secret: the AWS default chain of each node).
+	Region, SigningName, RoleARN, ExternalID string
 	// CacheTTL is how long remote metadata is reused (negative: not at all).
 	CacheTTL time.Duration
 	// SecretEnv names the environment variable holding the bearer token or
@@ -61,6 +70,15 @@ type Record struct {
 	// SealedSecret is the sealed bearer token or client secret (empty when
 	// none is stored).
 	SealedSecret []byte
+	// Writes turns on forwarding writes with the write identity:
+	// WriteClientID (oauth2), WriteRoleARN and WriteExternalID (sigv4),
+	// and the write secret, sealed (SealedWriteSecret, purpose
+	// WriteSealPurpose) or named (WriteSecretEnv).
+	Writes                        bool
+	WriteClientID                 string
+	WriteRoleARN, WriteExternalID string
+	WriteSecretEnv                string
+	SealedWriteSecret             []byte
 	// CreatedBy is the principal that created the catalog.
 	CreatedBy string
 	// CreatedAt is when it was created.
@@ -143,21 +161,39 @@ func NewService(o ServiceOptions) *Service {
 // at rest, or the name of the environment variable holding it on every
 // node.
 type Spec struct {
-	Name, Type, URI, Warehouse, Auth string
-	ClientID, Scope, TokenURL        string
+	Name, Type, URI, Warehouse, Auth         string
+	ClientID, Scope, TokenURL                string
+	Region, SigningName, RoleARN, ExternalID string
 	// CacheTTL is the metadata cache TTL (0: DefaultCacheTTL; negative:
 	// no cache; at most MaxCacheTTL).
 	CacheTTL  time.Duration
 	Secret    string
 	SecretEnv string
+	// Writes turns on forwarding writes; the write identity is
+	// WriteClientID with WriteSecret or WriteSecretEnv (oauth2),
+	// WriteSecret or WriteSecretEnv (bearer), or WriteRoleARN and
+	// WriteExternalID (sigv4). WriteSecret is sealed at rest.
+	Writes                        bool
+	WriteClientID                 string
+	WriteRoleARN, WriteExternalID string
+	WriteSecret, WriteSecretEnv   string
 }
 
 // Entry is a foreign catalog as the management API shows it: configured
 // or created at run time, never with its secret.
 type Entry struct {
-	Name, Type, URI, Warehouse, Auth string
-	ClientID, Scope, TokenURL        string
-	CacheTTL                         time.Duration
+	Name, Type, URI, Warehouse, Auth         string
+	ClientID, Scope, TokenURL                string
+	Region, SigningName, RoleARN, ExternalID string
+	CacheTTL                                 time.Duration
+	// Writes reports that writes are forwarded; the write identity is
+	// WriteClientID, WriteRoleARN (and WriteExternalID), and its secret is
+	// sealed (WriteSecretSet) or named (WriteSecretEnv).
+	Writes                        bool
+	WriteClientID                 string
+	WriteRoleARN, WriteExternalID string
+	WriteSecretSet                bool
+	WriteSecretEnv                string
 	// Source is SourceConfig or SourceAPI.
 	Source string
 	// SecretSet reports that a secret is stored (sealed); SecretEnv names
@@ -179,9 +215,12 @@ func admin(sub authz.Subject, what string) error {
 
 var envRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
-// secretVar is the name under which Create hands a passed secret to
-// Finish; it is no valid environment variable name.
-const secretVar = "\x00passed secret"
+// secretVar and writeSecretVar are the names under which Create hands
+// passed secrets to Finish; they are no valid environment variable names.
+const (
+	secretVar      = "\x00passed secret"
+	writeSecretVar = "\x00passed write secret"
+)
 
 // Create validates spec as Finish validates a configured catalog, seals
 // its secret and stores it. Only an administrator may create a catalog.
@@ -194,14 +233,24 @@ func (s *Service) Create(ctx context.Context, sub authz.Subject, spec Spec) (Ent
 		return Entry{}, err
 	}
 	r := Record{ID: newID(), Name: c.Name, Type: c.Type, URI: c.URI, Warehouse: c.Warehouse, Auth: c.Auth,
-		ClientID: c.ClientID, Scope: c.Scope, TokenURL: c.TokenURL, CacheTTL: c.CacheTTL, SecretEnv: spec.SecretEnv,
-		SealedSecret: []byte{}, CreatedBy: sub.Principal, CreatedAt: s.o.Now().UTC()}
-	if spec.Secret != "" {
+		ClientID: c.ClientID, Scope: c.Scope, TokenURL: c.TokenURL,
+		Region: c.Region, SigningName: c.SigningName, RoleARN: c.RoleARN, ExternalID: c.ExternalID,
+		CacheTTL: c.CacheTTL, SecretEnv: spec.SecretEnv, SealedSecret: []byte{},
+		Writes: c.Writes, WriteClientID: c.WriteClientID, WriteRoleARN: c.WriteRoleARN, WriteExternalID: c.WriteExternalID,
+		WriteSecretEnv: spec.WriteSecretEnv, SealedWriteSecret: []byte{},
+		CreatedBy: sub.Principal, CreatedAt: s.o.Now().UTC()}
+	for _, sec := range []struct {
+		secret, purpose string
+		out             *[]byte
+	}{{spec.Secret, SealPurpose, &r.SealedSecret}, {spec.WriteSecret, WriteSealPurpose, &r.SealedWriteSecret}} {
+		if sec.secret == "" {
+			continue
+		}
 		if s.o.Sealer == nil {
 			return Entry{}, floe.E(floe.Unsupported, "foreign catalog", "this server cannot seal secrets: pass the secret's environment variable instead")
 		}
-		if r.SealedSecret, err = s.o.Sealer.Seal(ctx, SealPurpose, r.ID, []byte(spec.Secret)); err != nil {
-			return Entry{}, fmt.Errorf("seal the secret of foreign catalog %s: %w", r.Name, err)
+		if *sec.out, err = s.o.Sealer.Seal(ctx, sec.purpose, r.ID, []byte(sec.secret)); err != nil {
+			return Entry{}, fmt.Errorf("seal a secret of foreign catalog %s: %w", r.Name, err)
 		}
 	}
 	if err := s.o.Store.CreateForeignCatalog(ctx, r, MaxCatalogs-len(s.o.Configured)); err != nil {
@@ -211,7 +260,7 @@ func (s *Service) Create(ctx context.Context, sub authz.Subject, spec Spec) (Ent
 		}
 		return Entry{}, err
 	}
-	s.o.Logger.InfoContext(ctx, "foreign catalog created", "name", r.Name, "uri", r.URI, "auth", r.Auth, "by", r.CreatedBy)
+	s.o.Logger.InfoContext(ctx, "foreign catalog created", "name", r.Name, "uri", r.URI, "auth", r.Auth, "writes", r.Writes, "by", r.CreatedBy)
 	s.changed(ctx)
 	return recordEntry(r), nil
 }
@@ -228,43 +277,54 @@ func (s *Service) validate(spec Spec) (Catalog, error) {
 	bad := func(format string, args ...any) (Catalog, error) {
 		return Catalog{}, floe.E(floe.Invalid, "foreign catalog", format, args...)
 	}
-	if spec.Secret != "" && spec.SecretEnv != "" {
-		return bad("pass the secret or the name of its environment variable, not both")
+	for _, sec := range []struct{ what, secret, env string }{{"secret", spec.Secret, spec.SecretEnv}, {"write secret", spec.WriteSecret, spec.WriteSecretEnv}} {
+		if sec.secret != "" && sec.env != "" {
+			return bad("pass the %s or the name of its environment variable, not both", sec.what)
+		}
+		if len(sec.secret) > MaxSecret {
+			return bad("the %s is longer than %d bytes", sec.what, MaxSecret)
+		}
+		if sec.secret != "" && strings.TrimSpace(sec.secret) != sec.secret {
+			return bad("the %s begins or ends with white space", sec.what)
+		}
+		if sec.env != "" && !envRE.MatchString(sec.env) {
+			return bad("%s environment variable %q is not a valid name (letters, digits and _, not starting with a digit)", sec.what, sec.env)
+		}
 	}
-	if len(spec.Secret) > MaxSecret {
-		return bad("the secret is longer than %d bytes", MaxSecret)
-	}
-	if spec.Secret != "" && strings.TrimSpace(spec.Secret) != spec.Secret {
-		return bad("the secret begins or ends with white space")
-	}
-	if spec.SecretEnv != "" && !envRE.MatchString(spec.SecretEnv) {
-		return bad("secret environment variable %q is not a valid name (letters, digits and _, not starting with a digit)", spec.SecretEnv)
-	}
+	hasSecret, hasWriteSecret := spec.Secret != "" || spec.SecretEnv != "", spec.WriteSecret != "" || spec.WriteSecretEnv != ""
+	what := map[string]string{AuthBearer: "token", AuthOAuth2: "client secret"}[spec.Auth]
 	switch spec.Auth {
-	case "", AuthNone:
-		if spec.Secret != "" || spec.SecretEnv != "" {
-			return bad("auth none takes no secret")
+	case "", AuthNone, AuthSigV4:
+		if hasSecret || hasWriteSecret {
+			return bad("auth %s takes no secret", cmp.Or(spec.Auth, AuthNone))
 		}
 	case AuthBearer, AuthOAuth2:
-		if spec.Secret == "" && spec.SecretEnv == "" {
-			what := "token"
-			if spec.Auth == AuthOAuth2 {
-				what = "client secret"
-			}
+		if !hasSecret {
 			return bad("auth %s needs its %s: passed in the request (sealed at rest) or as the name of the environment variable holding it on every node", spec.Auth, what)
 		}
+		if spec.Writes && !hasWriteSecret {
+			return bad("writes need a separate write credential: auth %s needs the write identity's %s, passed in the request (sealed at rest) or as the name of the environment variable holding it on every node", spec.Auth, what)
+		}
+		if !spec.Writes && hasWriteSecret {
+			return bad("a write %s is set but writes is not", what)
+		}
 	default:
-		return bad("auth %q is not one of none, bearer, oauth2 (other kinds are configured in the server's configuration)", spec.Auth)
+		return bad("auth %q is not one of none, bearer, oauth2, sigv4", spec.Auth)
 	}
 	c := Catalog{Name: spec.Name, Type: spec.Type, URI: spec.URI, Warehouse: spec.Warehouse, Auth: spec.Auth,
-		ClientID: spec.ClientID, Scope: spec.Scope, TokenURL: spec.TokenURL, CacheTTL: spec.CacheTTL}
-	s.setSecretVar(&c, secretVar)
-	if spec.SecretEnv != "" {
-		s.setSecretVar(&c, spec.SecretEnv)
+		ClientID: spec.ClientID, Scope: spec.Scope, TokenURL: spec.TokenURL, CacheTTL: spec.CacheTTL,
+		Region: spec.Region, SigningName: spec.SigningName, RoleARN: spec.RoleARN, ExternalID: spec.ExternalID,
+		Writes: spec.Writes, WriteClientID: spec.WriteClientID, WriteRoleARN: spec.WriteRoleARN, WriteExternalID: spec.WriteExternalID}
+	s.setSecretVar(&c, cmp.Or(spec.SecretEnv, secretVar))
+	if hasWriteSecret {
+		setWriteSecretVar(&c, cmp.Or(spec.WriteSecretEnv, writeSecretVar))
 	}
 	getenv := func(k string) string {
-		if k == secretVar {
+		switch k {
+		case secretVar:
 			return spec.Secret
+		case writeSecretVar:
+			return spec.WriteSecret
 		}
 		return s.o.Getenv(k)
 	}
@@ -278,12 +338,24 @@ func (s *Service) validate(spec Spec) (Catalog, error) {
 		if i := strings.Index(msg, "): "); i >= 0 && strings.HasPrefix(msg, "federated_catalogs[0] (") {
 			msg = msg[i+3:]
 		}
+		msg = strings.ReplaceAll(msg, writeSecretVar, "(passed write secret)")
 		msg = strings.ReplaceAll(msg, secretVar, "(passed secret)")
 		return Catalog{}, floe.Wrap(floe.Invalid, nil, "foreign catalog %s: %s", spec.Name, msg)
 	}
 	c = cs[0]
 	c.Token, c.ClientSecret, c.TokenEnv, c.ClientSecretEnv = "", "", "", ""
+	c.WriteToken, c.WriteClientSecret, c.WriteTokenEnv, c.WriteClientSecretEnv = "", "", "", ""
 	return c, nil
+}
+
+// setWriteSecretVar names v as the variable holding c's write secret.
+func setWriteSecretVar(c *Catalog, v string) {
+	switch c.Auth {
+	case AuthBearer:
+		c.WriteTokenEnv = v
+	case AuthOAuth2:
+		c.WriteClientSecretEnv = v
+	}
 }
 
 // setSecretVar names v as the variable holding c's secret.
@@ -375,50 +447,73 @@ func (s *Service) Load(ctx context.Context) ([]Loaded, error) {
 	var errs []error
 	for _, r := range rs {
 		c := Catalog{Name: r.Name, Type: r.Type, URI: r.URI, Warehouse: r.Warehouse, Auth: r.Auth, ClientID: r.ClientID,
-			Scope: r.Scope, TokenURL: r.TokenURL, CacheTTL: r.CacheTTL}
-		secret := ""
-		switch {
-		case len(r.SealedSecret) > 0:
-			if s.o.Sealer == nil {
-				errs = append(errs, fmt.Errorf("foreign catalog %s: no sealer to open its secret", r.Name))
-				continue
-			}
-			b, err := s.o.Sealer.Open(ctx, SealPurpose, r.ID, r.SealedSecret)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("foreign catalog %s: open its secret: %w", r.Name, err))
-				continue
-			}
-			secret = string(b)
-		case r.SecretEnv != "":
-			if secret = s.o.Getenv(r.SecretEnv); secret == "" {
-				errs = append(errs, fmt.Errorf("foreign catalog %s: the environment variable %s is empty on this node", r.Name, r.SecretEnv))
-				continue
-			}
+			Scope: r.Scope, TokenURL: r.TokenURL, CacheTTL: r.CacheTTL,
+			Region: r.Region, SigningName: r.SigningName, RoleARN: r.RoleARN, ExternalID: r.ExternalID,
+			Writes: r.Writes, WriteClientID: r.WriteClientID, WriteRoleARN: r.WriteRoleARN, WriteExternalID: r.WriteExternalID}
+		secret, err := s.openSecret(ctx, r, "secret", SealPurpose, r.SealedSecret, r.SecretEnv)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		writeSecret, err := s.openSecret(ctx, r, "write secret", WriteSealPurpose, r.SealedWriteSecret, r.WriteSecretEnv)
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		switch c.Auth {
 		case AuthBearer:
-			c.Token = secret
+			c.Token, c.WriteToken = secret, writeSecret
 		case AuthOAuth2:
-			c.ClientSecret = secret
+			c.ClientSecret, c.WriteClientSecret = secret, writeSecret
 		}
 		out = append(out, Loaded{ID: r.ID, Catalog: c})
 	}
 	return out, errors.Join(errs...)
 }
 
+// openSecret returns a stored catalog's secret: unsealed, read from its
+// variable, or "" when it has none. Errors name the catalog and the
+// variable, never the secret.
+func (s *Service) openSecret(ctx context.Context, r Record, what, purpose string, sealed []byte, env string) (string, error) {
+	switch {
+	case len(sealed) > 0:
+		if s.o.Sealer == nil {
+			return "", fmt.Errorf("foreign catalog %s: no sealer to open its %s", r.Name, what)
+		}
+		b, err := s.o.Sealer.Open(ctx, purpose, r.ID, sealed)
+		if err != nil {
+			return "", fmt.Errorf("foreign catalog %s: open its %s: %w", r.Name, what, err)
+		}
+		return string(b), nil
+	case env != "":
+		v := s.o.Getenv(env)
+		if v == "" {
+			return "", fmt.Errorf("foreign catalog %s: the environment variable %s (its %s) is empty on this node", r.Name, env, what)
+		}
+		return v, nil
+	}
+	return "", nil
+}
+
 func configEntry(c Catalog) Entry {
-	env := c.ClientSecretEnv
+	env, wenv := c.ClientSecretEnv, c.WriteClientSecretEnv
 	if c.Auth == AuthBearer {
-		env = c.TokenEnv
+		env, wenv = c.TokenEnv, c.WriteTokenEnv
 	}
 	return Entry{Name: c.Name, Type: c.Type, URI: c.URI, Warehouse: c.Warehouse, Auth: c.Auth, ClientID: c.ClientID,
-		Scope: c.Scope, TokenURL: c.TokenURL, CacheTTL: c.CacheTTL, Source: SourceConfig, SecretEnv: env}
+		Scope: c.Scope, TokenURL: c.TokenURL, Region: c.Region, SigningName: c.SigningName, RoleARN: c.RoleARN,
+		ExternalID: c.ExternalID, CacheTTL: c.CacheTTL, Source: SourceConfig, SecretEnv: env,
+		Writes: c.Writes, WriteClientID: c.WriteClientID, WriteRoleARN: c.WriteRoleARN, WriteExternalID: c.WriteExternalID,
+		WriteSecretEnv: wenv}
 }
 
 func recordEntry(r Record) Entry {
 	return Entry{Name: r.Name, Type: r.Type, URI: r.URI, Warehouse: r.Warehouse, Auth: r.Auth, ClientID: r.ClientID,
-		Scope: r.Scope, TokenURL: r.TokenURL, CacheTTL: r.CacheTTL, Source: SourceAPI, SecretSet: len(r.SealedSecret) > 0,
-		SecretEnv: r.SecretEnv, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
+		Scope: r.Scope, TokenURL: r.TokenURL, Region: r.Region, SigningName: r.SigningName, RoleARN: r.RoleARN,
+		ExternalID: r.ExternalID, CacheTTL: r.CacheTTL, Source: SourceAPI, SecretSet: len(r.SealedSecret) > 0,
+		SecretEnv: r.SecretEnv, Writes: r.Writes, WriteClientID: r.WriteClientID, WriteRoleARN: r.WriteRoleARN,
+		WriteExternalID: r.WriteExternalID, WriteSecretSet: len(r.SealedWriteSecret) > 0, WriteSecretEnv: r.WriteSecretEnv,
+		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
 }
 
 func newID() string {

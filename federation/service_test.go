@@ -30,10 +30,7 @@ func newService(t *testing.T, configured int) (*federation.Service, *sqlstore.St
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	kr, err := sse.ParseKeyring([]byte("k1 AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	kr := testKeyring(t)
 	var conf []federation.Catalog
 	for i := range configured {
 		conf = append(conf, federation.Catalog{Name: fmt.Sprintf("conf%d", i), Type: "rest", URI: "https://conf.example", Auth: "none"})
@@ -43,6 +40,15 @@ func newService(t *testing.T, configured int) (*federation.Service, *sqlstore.St
 		Getenv:  func(k string) string { return map[string]string{"ACME_SECRET": "from-env"}[k] },
 		Changed: func(context.Context) { *changes++ }})
 	return svc, st, changes
+}
+
+func testKeyring(t *testing.T) *sse.LocalKeyring {
+	t.Helper()
+	kr, err := sse.ParseKeyring([]byte("k1 AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr
 }
 
 // TestServiceValidation: what Create accepts and refuses, with the
@@ -74,7 +80,61 @@ func TestServiceValidation(t *testing.T) {
 		{"empty env", with(func(s *federation.Spec) { s.Name, s.Secret, s.SecretEnv = "x8", "", "UNSET_VAR" }), "UNSET_VAR (client_secret_env) is empty"},
 		{"bad env", with(func(s *federation.Spec) { s.Name, s.Secret, s.SecretEnv = "x9", "", "A-B" }), "not a valid name"},
 		{"none with a secret", with(func(s *federation.Spec) { s.Name, s.Auth = "x10", "none" }), "auth none takes no secret"},
-		{"sigv4 at run time", with(func(s *federation.Spec) { s.Name, s.Auth = "x11", "sigv4" }), `auth "sigv4" is not one of none, bearer, oauth2`},
+		{"sigv4 with a secret", with(func(s *federation.Spec) { s.Name, s.Auth, s.Region = "x11", "sigv4", "us-east-1" }), "auth sigv4 takes no secret"},
+		{"sigv4", with(func(s *federation.Spec) {
+			s.Name, s.Auth, s.Region, s.Secret, s.ClientID = "glue1", "sigv4", "us-east-1", "", ""
+			s.RoleARN, s.ExternalID = "arn:aws:iam::123456789012:role/r", "ext-1"
+		}), ""},
+		{"sigv4 without a region", with(func(s *federation.Spec) { s.Name, s.Auth, s.Secret, s.ClientID = "x14", "sigv4", "", "" }), "auth sigv4 needs region"},
+		{"sigv4 wrong region", with(func(s *federation.Spec) {
+			s.Name, s.Auth, s.Region, s.Secret, s.ClientID = "x15", "sigv4", "EU", "", ""
+		}), "auth sigv4 needs region"},
+		{"unknown auth", with(func(s *federation.Spec) { s.Name, s.Auth = "x16", "kerberos" }), `auth "kerberos" is not one of none, bearer, oauth2, sigv4`},
+		{"oauth2 writes", with(func(s *federation.Spec) {
+			s.Name, s.Writes, s.WriteClientID, s.WriteSecret = "w1", true, "writer", "w-secret"
+		}), ""},
+		{"oauth2 writes, write secret from env", with(func(s *federation.Spec) {
+			s.Name, s.Writes, s.WriteClientID, s.WriteSecretEnv = "w2", true, "writer", "ACME_SECRET"
+		}), ""},
+		{"bearer writes", with(func(s *federation.Spec) {
+			s.Name, s.Auth, s.ClientID, s.Writes, s.WriteSecret = "w3", "bearer", "", true, "write-token"
+		}), ""},
+		{"sigv4 writes", with(func(s *federation.Spec) {
+			s.Name, s.Auth, s.Region, s.Secret, s.ClientID = "w4", "sigv4", "us-east-1", "", ""
+			s.Writes, s.WriteRoleARN = true, "arn:aws:iam::123456789012:role/w"
+		}), ""},
+		{"writes without a write secret", with(func(s *federation.Spec) { s.Name, s.Writes, s.WriteClientID = "x17", true, "writer" }),
+			"writes need a separate write credential"},
+		{"writes without a write client", with(func(s *federation.Spec) { s.Name, s.Writes, s.WriteSecret = "x18", true, "w-secret" }),
+			"auth oauth2 takes write_client_id"},
+		{"writes with the read client", with(func(s *federation.Spec) {
+			s.Name, s.Writes, s.WriteClientID, s.WriteSecret = "x19", true, "c", "w-secret"
+		}), "write_client_id is the read client_id"},
+		{"writes with the read token", with(func(s *federation.Spec) {
+			s.Name, s.Auth, s.ClientID, s.Writes, s.WriteSecret = "x20", "bearer", "", true, "s3cret"
+		}), "the write token is the read token"},
+		{"write secret without writes", with(func(s *federation.Spec) { s.Name, s.WriteClientID, s.WriteSecret = "x21", "writer", "w" }),
+			"write client secret is set but writes is not"},
+		{"write client without writes", with(func(s *federation.Spec) { s.Name, s.WriteClientID = "x22", "writer" }),
+			"write_client_id is set but writes is not"},
+		{"none writes", with(func(s *federation.Spec) { s.Name, s.Auth, s.Secret, s.Writes = "x23", "none", "", true }),
+			"auth none has none"},
+		{"sigv4 writes without a role", with(func(s *federation.Spec) {
+			s.Name, s.Auth, s.Region, s.Secret, s.ClientID, s.Writes = "x24", "sigv4", "us-east-1", "", "", true
+		}), "auth sigv4 takes write_role_arn"},
+		{"sigv4 writes with the read role", with(func(s *federation.Spec) {
+			s.Name, s.Auth, s.Region, s.Secret, s.ClientID, s.Writes = "x25", "sigv4", "us-east-1", "", "", true
+			s.RoleARN, s.WriteRoleARN = "arn:aws:iam::123456789012:role/r", "arn:aws:iam::123456789012:role/r"
+		}), "write_role_arn is the read role_arn"},
+		{"sigv4 write secret", with(func(s *federation.Spec) {
+			s.Name, s.Auth, s.Region, s.Secret, s.ClientID, s.Writes, s.WriteSecret = "x26", "sigv4", "us-east-1", "", "", true, "w"
+		}), "auth sigv4 takes no secret"},
+		{"write secret with white space", with(func(s *federation.Spec) {
+			s.Name, s.Writes, s.WriteClientID, s.WriteSecret = "x27", true, "writer", " w"
+		}), "write secret begins or ends with white space"},
+		{"write client for bearer", with(func(s *federation.Spec) {
+			s.Name, s.Auth, s.ClientID, s.Writes, s.WriteSecret, s.WriteClientID = "x28", "bearer", "", true, "wt", "writer"
+		}), "write_client_id does not apply to auth bearer"},
 		{"token url", with(func(s *federation.Spec) { s.Name, s.TokenURL = "x12", "not a url" }), "token_url must be an absolute http(s) URL"},
 		{"long secret", with(func(s *federation.Spec) { s.Name, s.Secret = "x13", strings.Repeat("s", federation.MaxSecret+1) }), "longer than"},
 	} {
@@ -191,5 +251,45 @@ func TestServiceSecrets(t *testing.T) {
 	}
 	if *changes != 2 {
 		t.Errorf("changes %d, want 2", *changes)
+	}
+
+	// Writes: the write secret is sealed under a purpose of its own, shown
+	// as set, and loaded beside the read secret; a SigV4 catalog keeps its
+	// AWS settings and write role.
+	if _, err := svc.Create(ctx, admin, federation.Spec{Name: "writer", URI: "https://w.example", Auth: "oauth2", ClientID: "reader",
+		Secret: "read-secret-value", Writes: true, WriteClientID: "writer", WriteSecret: "write-secret-value"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(ctx, admin, federation.Spec{Name: "lake", URI: "https://glue.example/iceberg", Auth: "sigv4", Region: "eu-west-1",
+		Writes: true, WriteRoleARN: "arn:aws:iam::123456789012:role/w", ExternalID: ""}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.ForeignCatalog(ctx, "writer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !keywrap.IsSealed(w.SealedWriteSecret) || strings.Contains(string(w.SealedWriteSecret), "write-secret-value") {
+		t.Fatalf("stored write secret not sealed: %q", w.SealedWriteSecret)
+	}
+	if _, err := keywrap.New(testKeyring(t)).Open(ctx, federation.SealPurpose, w.ID, w.SealedWriteSecret); err == nil {
+		t.Error("the write secret opens under the read secret's purpose")
+	}
+	e, err = svc.Get(ctx, admin, "writer")
+	if err != nil || !e.Writes || !e.WriteSecretSet || e.WriteClientID != "writer" || strings.Contains(fmt.Sprintf("%+v", e), "secret-value") {
+		t.Fatalf("show writer %+v %v", e, err)
+	}
+	ls, err = svc.Load(ctx)
+	if err != nil || len(ls) != 4 {
+		t.Fatalf("load %v %v", ls, err)
+	}
+	byName := map[string]federation.Catalog{}
+	for _, l := range ls {
+		byName[l.Catalog.Name] = l.Catalog
+	}
+	if c := byName["writer"]; c.ClientSecret != "read-secret-value" || c.WriteClientSecret != "write-secret-value" || !c.Writes || c.WriteClientID != "writer" {
+		t.Errorf("loaded writer %+v", c)
+	}
+	if c := byName["lake"]; c.Auth != "sigv4" || c.Region != "eu-west-1" || c.SigningName != "glue" || c.WriteRoleARN != "arn:aws:iam::123456789012:role/w" || !c.Writes {
+		t.Errorf("loaded lake %+v", c)
 	}
 }

@@ -20,10 +20,15 @@ func (h *Handler) config(w http.ResponseWriter, r *http.Request) error {
 	if name == "" {
 		name = h.opts.DefaultWarehouse
 	}
-	if h.opts.Foreign != nil && h.opts.Foreign(name) != nil {
-		// A foreign catalog: its tables come with the remote's config.
+	if f := h.foreignNamed(name); f != nil {
+		// A foreign catalog: its tables come with the remote's config; the
+		// writes it forwards, if its writes are on.
+		eps := h.readEndpoints()
+		if foreignWriter(f) != nil {
+			eps = append(eps, h.writeEndpoints()...)
+		}
 		writeJSON(w, http.StatusOK, catalogConfig{Defaults: map[string]string{},
-			Overrides: map[string]string{"prefix": name, "warehouse": name}, Endpoints: h.readEndpoints()})
+			Overrides: map[string]string{"prefix": name, "warehouse": name}, Endpoints: eps})
 		return nil
 	}
 	wh, err := h.cat.Warehouse(r.Context(), name)

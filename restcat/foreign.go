@@ -55,23 +55,29 @@ const ConfigNoCredentials = "floe.credentials"
 
 // foreign returns the foreign catalog the request's prefix names, if any.
 func (h *Handler) foreign(r *http.Request) Foreign {
-	if h.opts.Foreign == nil {
+	return h.foreignNamed(r.PathValue("prefix"))
+}
+
+// foreignNamed returns the foreign catalog served as warehouse name, if any.
+func (h *Handler) foreignNamed(name string) Foreign {
+	if h.opts.Foreign == nil || name == "" {
 		return nil
 	}
-	p := r.PathValue("prefix")
-	if p == "" {
-		return nil
-	}
-	return h.opts.Foreign(p)
+	return h.opts.Foreign(name)
 }
 
 // serveForeign serves one operation on a foreign catalog: reads through
 // the remote, judged by Floe's own grants on the warehouse's securables;
-// every write refused.
+// writes forwarded to the remote when the catalog's writes are on (see
+// forwardWrite), else refused.
 func (h *Handler) serveForeign(w http.ResponseWriter, r *http.Request, rt route, f Foreign) error {
 	wh := r.PathValue("prefix")
+	fw := foreignWriter(f)
 	if rt.mutates || rt.name == "signRequest" {
-		return floe.E(floe.Forbidden, "", "%s is a foreign catalog, read-only in Floe: write to it in its own catalog", wh)
+		if fw == nil {
+			return floe.E(floe.Forbidden, "", "%s is a foreign catalog, read-only in Floe: write to it in its own catalog", wh)
+		}
+		return h.forwardWrite(w, r, rt, fw)
 	}
 	ctx := r.Context()
 	switch rt.name {
@@ -159,12 +165,20 @@ func (h *Handler) serveForeign(w http.ResponseWriter, r *http.Request, rt route,
 		if err := h.require(r, authz.Describe, s); err != nil {
 			return err
 		}
-		_, denied := h.fileAccess(r, wh, id)
+		write, denied := h.fileAccess(r, wh, id)
 		if rt.name == "loadCredentials" && denied != nil {
 			return denied
 		}
 		creds := denied == nil && rt.name != "tableExists"
-		t, err := f.LoadTable(ctx, id.Namespace, id.Name, creds)
+		var t *ForeignTable
+		if creds && write && fw != nil {
+			// A caller who may write the table's files gets what the
+			// remote vends to the write identity; anyone else the read
+			// identity's.
+			t, err = fw.LoadTableForWrite(ctx, id.Namespace, id.Name)
+		} else {
+			t, err = f.LoadTable(ctx, id.Namespace, id.Name, creds)
+		}
 		if err != nil {
 			return err
 		}
@@ -177,30 +191,7 @@ func (h *Handler) serveForeign(w http.ResponseWriter, r *http.Request, rt route,
 			writeJSON(w, http.StatusOK, map[string]any{"storage-credentials": foreignCredentials(t)})
 			return nil
 		}
-		cfg := map[string]string{}
-		var sc []ForeignCredential
-		if creds {
-			for k, v := range t.Config {
-				cfg[k] = v
-			}
-			sc = t.StorageCredentials
-			w.Header().Set("Cache-Control", "no-store")
-		}
-		if len(foreignCredentials(&ForeignTable{Config: cfg, StorageCredentials: sc})) == 0 {
-			if creds {
-				cfg[ConfigNoCredentials] = "none: foreign catalog " + wh + " vended no storage credentials for this table"
-			} else {
-				cfg[ConfigNoCredentials] = "none: reading this table's files needs SELECT on it in Floe (without a data filter)"
-			}
-		}
-		body := map[string]any{"metadata": t.Metadata, "config": cfg}
-		if t.MetadataLocation != "" {
-			body["metadata-location"] = t.MetadataLocation
-		}
-		if len(sc) > 0 {
-			body["storage-credentials"] = sc
-		}
-		writeJSON(w, http.StatusOK, body)
+		writeForeignTable(w, wh, t, creds, "")
 		return nil
 	case "loadView", "viewExists":
 		id, err := identParam(r, "view")

@@ -93,7 +93,7 @@ func (h *Handler) createNamespace(w http.ResponseWriter, r *http.Request) error 
 	if err := ns.Validate(); err != nil {
 		return err
 	}
-	if err := h.require(r, authz.CreateNamespace, container(wh, ns)); err != nil {
+	if err := h.authorizeCreateNamespace(r, wh, ns); err != nil {
 		return err
 	}
 	if req.Properties == nil {
@@ -151,7 +151,7 @@ func (h *Handler) dropNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := h.require(r, authz.Drop, authz.NamespaceOf(wh, ns)); err != nil {
+	if err := h.authorizeDropNamespace(r, wh, ns); err != nil {
 		return err
 	}
 	if err := h.cat.DropNamespace(r.Context(), wh, ns); err != nil {
@@ -167,7 +167,7 @@ func (h *Handler) updateNamespaceProperties(w http.ResponseWriter, r *http.Reque
 	if err != nil {
 		return err
 	}
-	if err := h.require(r, authz.Alter, authz.NamespaceOf(wh, ns)); err != nil {
+	if err := h.authorizeUpdateNamespace(r, wh, ns); err != nil {
 		return err
 	}
 	var req updatePropertiesRequest
@@ -266,4 +266,22 @@ func parentParam(r *http.Request, wh string) (catalog.Namespace, authz.Securable
 		return parent, authz.NamespaceOf(wh, parent), nil
 	}
 	return parent, authz.Warehouse(wh), nil
+}
+
+// The privilege decisions of the namespace writes, shared by local
+// warehouses and foreign catalogs whose writes are forwarded.
+
+// authorizeCreateNamespace: CREATE_NAMESPACE on the parent (or warehouse).
+func (h *Handler) authorizeCreateNamespace(r *http.Request, wh string, ns catalog.Namespace) error {
+	return h.require(r, authz.CreateNamespace, container(wh, ns))
+}
+
+// authorizeDropNamespace: DROP on the namespace.
+func (h *Handler) authorizeDropNamespace(r *http.Request, wh string, ns catalog.Namespace) error {
+	return h.require(r, authz.Drop, authz.NamespaceOf(wh, ns))
+}
+
+// authorizeUpdateNamespace: ALTER on the namespace.
+func (h *Handler) authorizeUpdateNamespace(r *http.Request, wh string, ns catalog.Namespace) error {
+	return h.require(r, authz.Alter, authz.NamespaceOf(wh, ns))
 }

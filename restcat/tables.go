@@ -122,7 +122,7 @@ func (h *Handler) createTable(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req, "name", "schema"); err != nil {
 		return err
 	}
-	if err := h.require(r, authz.CreateTable, authz.NamespaceOf(wh, ns)); err != nil {
+	if err := h.authorizeCreateTable(r, wh, ns); err != nil {
 		return err
 	}
 	st, err := h.cat.CreateTable(r.Context(), wh, ns, catalog.CreateTableRequest{
@@ -322,7 +322,7 @@ func (h *Handler) dropTable(w http.ResponseWriter, r *http.Request) error {
 			return floe.E(floe.Invalid, "", "purgeRequested must be true or false")
 		}
 	}
-	if err := h.require(r, authz.Drop, authz.Table(wh, id)); err != nil {
+	if err := h.authorizeDropTable(r, wh, id); err != nil {
 		return err
 	}
 	if r, err = h.dropper(r, wh, id); err != nil {
@@ -346,14 +346,8 @@ func (h *Handler) registerTable(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := catalog.Ident{Namespace: ns, Name: req.Name}
-	if err := h.require(r, authz.CreateTable, authz.NamespaceOf(wh, ns)); err != nil {
+	if err := h.authorizeRegister(r, wh, id, req.Overwrite); err != nil {
 		return err
-	}
-	if req.Overwrite {
-		// Replacing a table's metadata changes its data.
-		if err := h.require(r, authz.Modify, authz.Table(wh, id)); err != nil {
-			return err
-		}
 	}
 	st, err := h.cat.RegisterTable(r.Context(), wh, id, req.MetadataLocation, req.Overwrite)
 	if err != nil {
@@ -427,23 +421,35 @@ func (h *Handler) rename(w http.ResponseWriter, r *http.Request, kind catalog.Ki
 	if err != nil {
 		return err
 	}
+	if err := h.authorizeRename(r, wh, from, to, kind); err != nil {
+		return err
+	}
+	if err := h.cat.Rename(r.Context(), wh, from, to, kind); err != nil {
+		return err
+	}
+	h.renamed(r, wh, from, to, kind)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// authorizeRename: DROP on the object and CREATE_TABLE (CREATE_VIEW) in
+// the target namespace; a move into another namespace changes what covers
+// the object there (the target's AllTables grants, its owner's
+// MANAGE_GRANTS, inherited tags), so only a principal that could already
+// read and share the object (SELECT and MANAGE_GRANTS) may make it.
+func (h *Handler) authorizeRename(r *http.Request, wh string, from, to catalog.Ident, kind catalog.Kind) error {
 	create := authz.CreateTable
 	if kind == catalog.KindView {
 		create = authz.CreateView
 	}
-	src, dst := securable(wh, from, kind), securable(wh, to, kind)
+	src := securable(wh, from, kind)
 	if err := h.require(r, authz.Drop, src); err != nil {
 		return err
 	}
 	if err := h.require(r, create, authz.NamespaceOf(wh, to.Namespace)); err != nil {
 		return err
 	}
-	// A move into another namespace changes what covers the object there
-	// (the target's AllTables grants, its owner's MANAGE_GRANTS, inherited
-	// tags): only a principal that could already read and share the
-	// object may make it.
-	across := from.Namespace.Key() != to.Namespace.Key()
-	if across {
+	if from.Namespace.Key() != to.Namespace.Key() {
 		if err := h.require(r, authz.Select, src); err != nil {
 			return err
 		}
@@ -451,19 +457,19 @@ func (h *Handler) rename(w http.ResponseWriter, r *http.Request, kind catalog.Ki
 			return err
 		}
 	}
-	if err := h.cat.Rename(r.Context(), wh, from, to, kind); err != nil {
-		return err
-	}
-	// The object keeps its grants and tags under its new name (see
-	// docs/authorization.md, "Renames"); the renamer gains nothing, except
-	// the owner's privileges after a move across namespaces, which it
-	// could already grant itself.
-	h.moved(r, src, dst)
-	if across {
+	return nil
+}
+
+// renamed moves the grants after a rename: the object keeps its grants
+// and tags under its new name (see docs/authorization.md, "Renames"); the
+// renamer gains nothing, except the owner's privileges after a move
+// across namespaces, which it could already grant itself.
+func (h *Handler) renamed(r *http.Request, wh string, from, to catalog.Ident, kind catalog.Kind) {
+	dst := securable(wh, to, kind)
+	h.moved(r, securable(wh, from, kind), dst)
+	if from.Namespace.Key() != to.Namespace.Key() {
 		h.owned(r, dst)
 	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
 }
 
 func (h *Handler) renameTable(w http.ResponseWriter, r *http.Request) error {
@@ -483,6 +489,31 @@ func isCreate(tc catalog.TableCommit) bool {
 		}
 	}
 	return false
+}
+
+// The privilege decisions of the table writes, shared by local warehouses
+// and foreign catalogs whose writes are forwarded.
+
+// authorizeCreateTable: CREATE_TABLE on the namespace.
+func (h *Handler) authorizeCreateTable(r *http.Request, wh string, ns catalog.Namespace) error {
+	return h.require(r, authz.CreateTable, authz.NamespaceOf(wh, ns))
+}
+
+// authorizeDropTable: DROP on the table.
+func (h *Handler) authorizeDropTable(r *http.Request, wh string, id catalog.Ident) error {
+	return h.require(r, authz.Drop, authz.Table(wh, id))
+}
+
+// authorizeRegister: CREATE_TABLE on the namespace, and MODIFY on the
+// table to overwrite it (replacing a table's metadata changes its data).
+func (h *Handler) authorizeRegister(r *http.Request, wh string, id catalog.Ident, overwrite bool) error {
+	if err := h.authorizeCreateTable(r, wh, id.Namespace); err != nil {
+		return err
+	}
+	if overwrite {
+		return h.require(r, authz.Modify, authz.Table(wh, id))
+	}
+	return nil
 }
 
 // requireCommit checks a commit: CREATE_TABLE on the namespace for one that

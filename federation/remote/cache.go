@@ -84,6 +84,17 @@ func (c *cache) drop(el *list.Element) {
 	c.used -= e.size
 }
 
+// dropWhere drops every entry whose key match reports.
+func (c *cache) dropWhere(match func(key string) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, el := range c.items {
+		if match(key) {
+			c.drop(el)
+		}
+	}
+}
+
 func (c *cache) clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

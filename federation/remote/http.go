@@ -31,6 +31,11 @@ type op struct {
 	// parse decodes a 2xx answer before the call is audited, so that a
 	// malformed answer is audited as a failure.
 	parse func(*response) error
+	// body is the request body (nil: none); write marks a forwarded write
+	// (its errors keep the remote's meaning, see writeError), commit one
+	// whose lost answer is Indeterminate.
+	body          []byte
+	write, commit bool
 }
 
 // response is a remote answer with its body read.
@@ -66,8 +71,17 @@ func (c *Client) do(ctx context.Context, o op) (*response, error) {
 		if resp.status/100 == 2 || resp.status == http.StatusNotModified {
 			return resp, nil
 		}
-		return nil, c.statusError(o, resp)
+		return nil, c.errorOf(o, resp)
 	}
+}
+
+// errorOf maps a remote error answer to a domain error: a forwarded
+// write's keeps the remote's meaning, a read's is statusError's.
+func (c *Client) errorOf(o op, r *response) error {
+	if o.write {
+		return c.writeError(o, r)
+	}
+	return c.statusError(o, r)
 }
 
 // send performs one HTTP exchange and audits it. A non-2xx status is not
@@ -77,7 +91,11 @@ func (c *Client) send(ctx context.Context, o op, tok string) (*response, error) 
 	if len(o.query) > 0 {
 		u += "?" + o.query.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, o.method, u, nil)
+	var body io.Reader
+	if o.body != nil {
+		body = bytes.NewReader(o.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, o.method, u, body)
 	if err != nil {
 		return nil, c.unavailable(fmt.Errorf("build request: %w", err), "invalid request URL")
 	}
@@ -94,7 +112,7 @@ func (c *Client) send(ctx context.Context, o op, tok string) (*response, error) 
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	if c.sig != nil {
-		if err := c.sign(ctx, req, nil); err != nil {
+		if err := c.sign(ctx, req, o.body); err != nil {
 			return nil, err
 		}
 	}
@@ -104,7 +122,7 @@ func (c *Client) send(ctx context.Context, o op, tok string) (*response, error) 
 // exchange sends req, reads its body up to o.limit and audits the call.
 func (c *Client) exchange(ctx context.Context, o op, req *http.Request) (*response, error) {
 	start := c.o.Now()
-	call := Call{Catalog: c.o.Name, Operation: o.name, Method: req.Method, Path: req.URL.EscapedPath()}
+	call := Call{Catalog: c.o.Name, Identity: c.o.Identity, Operation: o.name, Method: req.Method, Path: req.URL.EscapedPath()}
 	finish := func(err error) {
 		call.Latency = c.o.Now().Sub(start)
 		if err != nil {
@@ -116,7 +134,7 @@ func (c *Client) exchange(ctx context.Context, o op, req *http.Request) (*respon
 	}
 	hr, err := c.hc.Do(req)
 	if err != nil {
-		err = c.transportError(err)
+		err = c.lost(o, err)
 		finish(err)
 		return nil, err
 	}
@@ -124,12 +142,15 @@ func (c *Client) exchange(ctx context.Context, o op, req *http.Request) (*respon
 	call.Status = hr.StatusCode
 	body, err := io.ReadAll(io.LimitReader(hr.Body, o.limit+1))
 	if err != nil {
-		err = c.transportError(err)
+		err = c.lost(o, err)
 		finish(err)
 		return nil, err
 	}
 	if int64(len(body)) > o.limit {
 		err = c.unavailable(fmt.Errorf("%s: body over %d bytes", o.name, o.limit), "answer larger than %d bytes", o.limit)
+		if o.commit && hr.StatusCode/100 == 2 {
+			err = c.lost(o, err)
+		}
 		finish(err)
 		return nil, err
 	}
@@ -144,9 +165,18 @@ func (c *Client) exchange(ctx context.Context, o op, req *http.Request) (*respon
 	case resp.status/100 == 2 || resp.status == http.StatusNotModified:
 		finish(nil)
 	default:
-		finish(c.statusError(o, resp))
+		finish(c.errorOf(o, resp))
 	}
 	return resp, nil
+}
+
+// lost classifies a request that got no (usable) answer: a transport
+// failure, or for a commit that may have been applied, Indeterminate.
+func (c *Client) lost(o op, err error) error {
+	if o.commit {
+		return c.writeTransportError(o, err)
+	}
+	return c.transportError(err)
 }
 
 // unavailable is the error of a remote that cannot serve now.

@@ -90,11 +90,17 @@ type Options struct {
 	Header http.Header
 	// Logger receives debug lines about token renewal and cache (default: discard).
 	Logger *slog.Logger
+	// Identity names the client's identity in audit calls ("read" or
+	// "write" when a foreign catalog has one of each; may be "").
+	Identity string
 }
 
 // Call describes one remote request for the audit log: never a secret.
 type Call struct {
 	Catalog, Operation, Method, Path string
+	// Identity is Options.Identity: which of the catalog's identities
+	// made the call.
+	Identity string
 	// Status is the HTTP status, 0 when no response arrived.
 	Status int
 	// Latency is the time from sending the request to reading the body.

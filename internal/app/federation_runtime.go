@@ -2,13 +2,11 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/floe-lake/floe/federation"
-	"github.com/floe-lake/floe/federation/remote"
 	"github.com/floe-lake/floe/internal/keywrap"
 	"github.com/floe-lake/floe/store/sqlstore"
 )
@@ -71,7 +69,7 @@ func (a *App) initRuntimeForeign(ctx context.Context) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for name, f := range r.byName {
-			f.fc.c.Close()
+			f.fc.close()
 			delete(r.byName, name)
 		}
 	}
@@ -110,36 +108,24 @@ func (r *foreignRegistry) sync(ctx context.Context) {
 			next[l.Catalog.Name] = f
 			continue
 		}
-		cl, err := r.a.remoteClient(l.Catalog)
+		fc, err := r.a.newForeignCatalog(l.Catalog)
 		if err != nil {
 			r.a.log.ErrorContext(ctx, "federation: foreign catalog not served", "name", l.Catalog.Name, "err", err)
 			continue
 		}
-		next[l.Catalog.Name] = &runtimeForeign{id: l.ID, fc: &foreignCatalog{c: cl}}
+		next[l.Catalog.Name] = &runtimeForeign{id: l.ID, fc: fc}
 		r.a.log.InfoContext(ctx, "federated catalog (created at run time)", "name", l.Catalog.Name, "uri", l.Catalog.URI,
-			"warehouse", l.Catalog.Warehouse, "auth", l.Catalog.Auth)
+			"warehouse", l.Catalog.Warehouse, "auth", l.Catalog.Auth, "writes", l.Catalog.Writes)
 	}
 	r.mu.Lock()
 	r.byName = next
 	r.mu.Unlock()
 	for name, f := range old {
 		if n, ok := next[name]; !ok || n != f {
-			f.fc.c.Close()
+			f.fc.close()
 			r.a.log.InfoContext(ctx, "federated catalog no longer served", "name", name)
 		}
 	}
-}
-
-// remoteClient makes the client of a foreign catalog; nothing is contacted.
-func (a *App) remoteClient(c federation.Catalog) (*remote.Client, error) {
-	cl, err := remote.New(remote.Options{Name: c.Name, URI: c.URI, Warehouse: c.Warehouse, CacheTTL: c.CacheTTL,
-		Auth: remote.Auth{Kind: c.Auth, Token: c.Token, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
-			Scope: c.Scope, TokenURL: c.TokenURL},
-		Audit: a.auditRemote})
-	if err != nil {
-		return nil, fmt.Errorf("federated catalog %s: %w", c.Name, err)
-	}
-	return cl, nil
 }
 
 // Federation returns the service managing the foreign catalogs created at
@@ -166,4 +152,26 @@ func (t foreignSecretTable) Records(ctx context.Context) ([]keywrap.Record, erro
 
 func (t foreignSecretTable) Replace(ctx context.Context, id string, old, new []byte) (bool, error) {
 	return t.s.ReplaceForeignCatalogSecret(ctx, id, old, new)
+}
+
+// foreignWriteSecretTable presents the sealed write secrets of foreign
+// catalogs to keywrap.RewrapAll.
+type foreignWriteSecretTable struct{ s *sqlstore.Store }
+
+func (t foreignWriteSecretTable) Records(ctx context.Context) ([]keywrap.Record, error) {
+	rs, err := t.s.ListForeignCatalogs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]keywrap.Record, 0, len(rs))
+	for _, r := range rs {
+		if len(r.SealedWriteSecret) > 0 {
+			out = append(out, keywrap.Record{ID: r.ID, Blob: r.SealedWriteSecret})
+		}
+	}
+	return out, nil
+}
+
+func (t foreignWriteSecretTable) Replace(ctx context.Context, id string, old, new []byte) (bool, error) {
+	return t.s.ReplaceForeignCatalogWriteSecret(ctx, id, old, new)
 }

@@ -92,6 +92,7 @@ func (a *App) RewrapSecrets(ctx context.Context) (SecretsRewrapResult, error) {
 		{auth.SealPurpose, signingKeyTable{a.store}},
 		{vend.SealPurpose, vendKeyTable{a.store}},
 		{federation.SealPurpose, foreignSecretTable{a.store}},
+		{federation.WriteSealPurpose, foreignWriteSecretTable{a.store}},
 	} {
 		res, err := keywrap.RewrapAll(ctx, a.sealer, t.purpose, t.table)
 		total.Scanned += res.Scanned

@@ -445,7 +445,7 @@ func TestRotateWrappingKey(t *testing.T) {
 	ctx := context.Background()
 	// A foreign catalog's secret, sealed under the first key.
 	if r := f.Do(t, "POST", "/api/v1/catalogs", map[string]any{"name": "acme", "uri": "http://127.0.0.1:9", "auth": "bearer",
-		"token": "remote-token"}); r.Status != 201 {
+		"token": "remote-token", "writes": true, "write_token": "remote-write-token"}); r.Status != 201 {
 		t.Fatalf("create a foreign catalog: %d %s", r.Status, r.Body)
 	}
 	before, err := keyIDs(ctx, f.App.Store())
@@ -486,7 +486,8 @@ func TestRotateWrappingKey(t *testing.T) {
 		t.Fatalf("secrets before %v, after %v", before, after)
 	}
 	// The re-wrapped foreign catalog secret opens on the restarted node.
-	if ls, err := b.Federation().Load(ctx); err != nil || len(ls) != 1 || ls[0].Catalog.Token != "remote-token" {
+	if ls, err := b.Federation().Load(ctx); err != nil || len(ls) != 1 || ls[0].Catalog.Token != "remote-token" ||
+		ls[0].Catalog.WriteToken != "remote-write-token" {
 		t.Errorf("foreign catalog after the rotation: %+v, %v", ls, err)
 	}
 	if err := b.Store().DropForeignCatalog(ctx, "acme"); err != nil {
@@ -543,6 +544,9 @@ func keyIDs(ctx context.Context, st *sqlstore.Store) (map[string]string, error) 
 	for _, r := range fc {
 		if len(r.SealedSecret) > 0 {
 			out["foreign/"+r.ID], _ = keywrap.KeyID(r.SealedSecret)
+		}
+		if len(r.SealedWriteSecret) > 0 {
+			out["foreign-write/"+r.ID], _ = keywrap.KeyID(r.SealedWriteSecret)
 		}
 	}
 	return out, nil

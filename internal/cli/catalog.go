@@ -23,15 +23,19 @@ import (
 
 func catalogPath(name string) string { return "/api/v1/catalogs/" + url.PathEscape(name) }
 
-// readSecret reads the first line of r as a secret.
-func readSecret(r io.Reader, what string) (string, error) {
-	line, err := bufio.NewReader(io.LimitReader(r, federation.MaxSecret+2)).ReadString('\n')
+// readSecret reads the next line of r as a secret (which names the line
+// in errors).
+func readSecret(r *bufio.Reader, what, which string) (string, error) {
+	line, err := r.ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("read the %s from stdin: %w", what, err)
 	}
 	s := strings.TrimRight(line, "\r\n")
 	if s == "" {
-		return "", floe.E(floe.Invalid, "foreign catalog", "no %s on stdin (its first line)", what)
+		return "", floe.E(floe.Invalid, "foreign catalog", "no %s on stdin (its %s line)", what, which)
+	}
+	if len(s) > federation.MaxSecret {
+		return "", floe.E(floe.Invalid, "foreign catalog", "the %s is longer than %d bytes", what, federation.MaxSecret)
 	}
 	return s, nil
 }
@@ -48,15 +52,28 @@ The secret (the OAuth2 client secret, or the bearer token) is never taken
 on the command line: --client-secret-stdin / --token-stdin read it from the
 first line of stdin, and the server stores it sealed with its key wrapper;
 or --client-secret-env / --token-env name the environment variable that
-holds it on every node of the server.`,
+holds it on every node of the server. Auth sigv4 (AWS Glue) takes no
+secret: each node signs with its AWS default credential chain.
+
+Writes are refused unless --writes is given; they are then forwarded to
+the remote with a separate write identity (least privilege: reads never
+carry what the remote grants it): --write-client-id with
+--write-client-secret-stdin or --write-client-secret-env (oauth2),
+--write-token-stdin or --write-token-env (bearer), --write-role-arn
+(sigv4). When both the read and the write secret come from stdin, the
+first line is the read secret and the second the write secret.`,
 		Example: `  printf '%s\n' "$ACME_SECRET" | floe catalog federate acme --uri https://floe.acme.example \
-      --warehouse floe --auth oauth2 --client-id isv-federation --client-secret-stdin`,
+      --warehouse floe --auth oauth2 --client-id isv-federation --client-secret-stdin
+
+  floe catalog federate lake --uri https://glue.us-east-1.amazonaws.com/iceberg \
+      --warehouse 123456789012 --auth sigv4 --region us-east-1 \
+      --role-arn arn:aws:iam::123456789012:role/isv-floe-reader --external-id isv-7f3a`,
 		Args: cobra.ExactArgs(1)}
 	fcl := bindAPIClient(fed.Flags(), getenv, DefaultURL, connHelp)
 	typ := fed.Flags().String("type", "rest", "catalog type (rest)")
 	uri := fed.Flags().String("uri", "", "the remote catalog's base URI, without /v1 (required)")
 	wh := fed.Flags().String("warehouse", "", "the remote warehouse, sent to its /v1/config")
-	authKind := fed.Flags().String("auth", federation.AuthNone, "authentication to the remote: none, bearer or oauth2")
+	authKind := fed.Flags().String("auth", federation.AuthNone, "authentication to the remote: none, bearer, oauth2 or sigv4")
 	clientID := fed.Flags().String("client-id", "", "OAuth2 client id (auth oauth2)")
 	secretStdin := fed.Flags().Bool("client-secret-stdin", false, "read the OAuth2 client secret from stdin (stored sealed)")
 	secretEnv := fed.Flags().String("client-secret-env", "", "environment variable holding the OAuth2 client secret on every node")
@@ -65,20 +82,51 @@ holds it on every node of the server.`,
 	scope := fed.Flags().String("scope", "", "OAuth2 scope (optional)")
 	tokenURL := fed.Flags().String("token-url", "", "OAuth2 token endpoint (default <uri>/v1/oauth/tokens)")
 	ttl := fed.Flags().Duration("cache-ttl", 0, "how long remote metadata is reused (default 30s, at most 1h; negative: no cache)")
+	region := fed.Flags().String("region", "", "AWS signing region (auth sigv4, required), e.g. us-east-1")
+	signingName := fed.Flags().String("signing-name", "", "SigV4 service name (auth sigv4; default glue)")
+	roleARN := fed.Flags().String("role-arn", "", "IAM role assumed for reads on top of the AWS default chain (auth sigv4; optional)")
+	externalID := fed.Flags().String("external-id", "", "external id of the AssumeRole (auth sigv4, with --role-arn)")
+	writes := fed.Flags().Bool("writes", false, "forward writes to the remote with a separate write identity (off: writes are refused)")
+	wClientID := fed.Flags().String("write-client-id", "", "OAuth2 client id of the write identity (auth oauth2, --writes)")
+	wSecretStdin := fed.Flags().Bool("write-client-secret-stdin", false, "read the write identity's OAuth2 client secret from stdin (stored sealed)")
+	wSecretEnv := fed.Flags().String("write-client-secret-env", "", "environment variable holding the write identity's OAuth2 client secret on every node")
+	wTokenStdin := fed.Flags().Bool("write-token-stdin", false, "read the write identity's bearer token from stdin (auth bearer; stored sealed)")
+	wTokenEnv := fed.Flags().String("write-token-env", "", "environment variable holding the write identity's bearer token on every node")
+	wRoleARN := fed.Flags().String("write-role-arn", "", "IAM role assumed for writes (auth sigv4, --writes)")
+	wExternalID := fed.Flags().String("write-external-id", "", "external id of the write role's AssumeRole (default --external-id)")
 	fed.MarkFlagsMutuallyExclusive("client-secret-stdin", "client-secret-env", "token-stdin", "token-env")
+	fed.MarkFlagsMutuallyExclusive("write-client-secret-stdin", "write-client-secret-env", "write-token-stdin", "write-token-env")
 	fed.RunE = func(c *cobra.Command, args []string) error {
 		if *uri == "" {
 			return floe.E(floe.Invalid, "foreign catalog", "--uri is required")
 		}
 		req := mgmtapi.ForeignCatalogRequest{Name: args[0], Type: *typ, URI: *uri, Warehouse: *wh, Auth: *authKind,
 			ClientID: *clientID, ClientSecretEnv: *secretEnv, TokenEnv: *tokenEnv, Scope: *scope, TokenURL: *tokenURL,
-			CacheTTLSeconds: ttl.Seconds()}
+			CacheTTLSeconds: ttl.Seconds(), Region: *region, SigningName: *signingName, RoleARN: *roleARN, ExternalID: *externalID,
+			Writes: *writes, WriteClientID: *wClientID, WriteClientSecretEnv: *wSecretEnv, WriteTokenEnv: *wTokenEnv,
+			WriteRoleARN: *wRoleARN, WriteExternalID: *wExternalID}
+		// One reader: the read secret is the first line, the write secret
+		// the next.
+		in := bufio.NewReader(io.LimitReader(c.InOrStdin(), 2*(federation.MaxSecret+2)))
 		var err error
 		switch {
 		case *secretStdin:
-			req.ClientSecret, err = readSecret(c.InOrStdin(), "client secret")
+			req.ClientSecret, err = readSecret(in, "client secret", "first")
 		case *tokenStdin:
-			req.Token, err = readSecret(c.InOrStdin(), "token")
+			req.Token, err = readSecret(in, "token", "first")
+		}
+		if err != nil {
+			return err
+		}
+		which := "first"
+		if *secretStdin || *tokenStdin {
+			which = "second"
+		}
+		switch {
+		case *wSecretStdin:
+			req.WriteClientSecret, err = readSecret(in, "write client secret", which)
+		case *wTokenStdin:
+			req.WriteToken, err = readSecret(in, "write token", which)
 		}
 		if err != nil {
 			return err
@@ -87,7 +135,12 @@ holds it on every node of the server.`,
 		if err := fcl.call(c.Context(), "POST", "/api/v1/catalogs", req, &fc); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "created foreign catalog %q: warehouse %q serves %s (auth %s, secret: %s)\n", fc.Name, fc.Name, fc.URI, fc.Auth, secretText(fc))
+		writesText := "refused"
+		if fc.Writes {
+			writesText = "forwarded with the write identity"
+		}
+		fmt.Fprintf(stdout, "created foreign catalog %q: warehouse %q serves %s (auth %s, secret: %s; writes %s)\n",
+			fc.Name, fc.Name, fc.URI, fc.Auth, secretText(fc), writesText)
 		return nil
 	}
 
@@ -103,9 +156,13 @@ holds it on every node of the server.`,
 			return printJSON(stdout, ls)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSOURCE\tURI\tWAREHOUSE\tAUTH\tSECRET")
+		fmt.Fprintln(tw, "NAME\tSOURCE\tURI\tWAREHOUSE\tAUTH\tSECRET\tWRITES")
 		for _, fc := range ls.Catalogs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", fc.Name, fc.Source, fc.URI, fc.Warehouse, fc.Auth, secretText(fc))
+			writes := "off"
+			if fc.Writes {
+				writes = "on"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", fc.Name, fc.Source, fc.URI, fc.Warehouse, fc.Auth, secretText(fc), writes)
 		}
 		return tw.Flush()
 	}
@@ -124,7 +181,14 @@ holds it on every node of the server.`,
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		rows := [][2]string{{"name", fc.Name}, {"source", fc.Source}, {"type", fc.Type}, {"uri", fc.URI}, {"warehouse", fc.Warehouse},
 			{"auth", fc.Auth}, {"client id", fc.ClientID}, {"scope", fc.Scope}, {"token url", fc.TokenURL},
-			{"cache ttl", time.Duration(fc.CacheTTLSeconds * float64(time.Second)).String()}, {"secret", secretText(fc)}}
+			{"region", fc.Region}, {"signing name", fc.SigningName}, {"role arn", fc.RoleARN}, {"external id", fc.ExternalID},
+			{"cache ttl", time.Duration(fc.CacheTTLSeconds * float64(time.Second)).String()}, {"secret", secretText(fc)},
+			{"writes", map[bool]string{true: "on", false: "off"}[fc.Writes]}}
+		if fc.Writes {
+			rows = append(rows, [2]string{"write client id", fc.WriteClientID}, [2]string{"write role arn", fc.WriteRoleARN},
+				[2]string{"write external id", fc.WriteExternalID},
+				[2]string{"write secret", secretText(mgmtapi.ForeignCatalog{Secret: fc.WriteSecret, SecretEnv: fc.WriteSecretEnv})})
+		}
 		if fc.CreatedAt != nil {
 			rows = append(rows, [2]string{"created", fc.CreatedAt.Format(time.RFC3339) + " by " + fc.CreatedBy})
 		}

@@ -18,14 +18,16 @@ var _ federation.Store = (*Store)(nil)
 // creates on several nodes cannot overshoot the limit.
 const federationLockKey = 0x66656463
 
-const foreignCatalogColumns = "id, name, type, uri, warehouse, auth, client_id, scope, token_url, cache_ttl_ms, secret_env, secret, created_by, created_at"
+const foreignCatalogColumns = "id, name, type, uri, warehouse, auth, client_id, scope, token_url, cache_ttl_ms, secret_env, secret, created_by, created_at, " +
+	"region, signing_name, role_arn, external_id, writes, write_client_id, write_role_arn, write_external_id, write_secret_env, write_secret"
 
 func scanForeignCatalog(scan func(...any) error) (federation.Record, error) {
 	var r federation.Record
 	var ttl int64
 	var at dbTime
 	err := scan(&r.ID, &r.Name, &r.Type, &r.URI, &r.Warehouse, &r.Auth, &r.ClientID, &r.Scope, &r.TokenURL, &ttl,
-		&r.SecretEnv, &r.SealedSecret, &r.CreatedBy, &at)
+		&r.SecretEnv, &r.SealedSecret, &r.CreatedBy, &at, &r.Region, &r.SigningName, &r.RoleARN, &r.ExternalID, &r.Writes,
+		&r.WriteClientID, &r.WriteRoleARN, &r.WriteExternalID, &r.WriteSecretEnv, &r.SealedWriteSecret)
 	r.CacheTTL, r.CreatedAt = time.Duration(ttl)*time.Millisecond, at.t
 	return r, err
 }
@@ -52,13 +54,18 @@ func (s *Store) CreateForeignCatalog(ctx context.Context, r federation.Record, m
 		if n >= max {
 			return floe.E(floe.Unprocessable, "foreign catalog", "limit reached: at most %d foreign catalogs created at run time", max)
 		}
-		secret := r.SealedSecret
+		secret, writeSecret := r.SealedSecret, r.SealedWriteSecret
 		if secret == nil {
 			secret = []byte{}
 		}
-		_, err = c.exec(ctx, "INSERT INTO foreign_catalogs ("+foreignCatalogColumns+", name_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		if writeSecret == nil {
+			writeSecret = []byte{}
+		}
+		_, err = c.exec(ctx, "INSERT INTO foreign_catalogs ("+foreignCatalogColumns+", name_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			r.ID, r.Name, r.Type, r.URI, r.Warehouse, r.Auth, r.ClientID, r.Scope, r.TokenURL, r.CacheTTL.Milliseconds(),
-			r.SecretEnv, secret, r.CreatedBy, s.d.timeArg(r.CreatedAt), strings.ToLower(r.Name))
+			r.SecretEnv, secret, r.CreatedBy, s.d.timeArg(r.CreatedAt),
+			r.Region, r.SigningName, r.RoleARN, r.ExternalID, r.Writes, r.WriteClientID, r.WriteRoleARN, r.WriteExternalID,
+			r.WriteSecretEnv, writeSecret, strings.ToLower(r.Name))
 		return err
 	})
 }
@@ -108,4 +115,11 @@ func (s *Store) DropForeignCatalog(ctx context.Context, name string) error {
 // ReplaceSigningKey).
 func (s *Store) ReplaceForeignCatalogSecret(ctx context.Context, id string, old, new []byte) (bool, error) {
 	return s.replaceBlob(ctx, "replace foreign catalog secret", "UPDATE foreign_catalogs SET secret = ? WHERE id = ? AND secret = ?", id, old, new)
+}
+
+// ReplaceForeignCatalogWriteSecret sets the stored (sealed) write secret
+// of foreign catalog id to new if it is still old, and reports whether it
+// did (see ReplaceSigningKey).
+func (s *Store) ReplaceForeignCatalogWriteSecret(ctx context.Context, id string, old, new []byte) (bool, error) {
+	return s.replaceBlob(ctx, "replace foreign catalog write secret", "UPDATE foreign_catalogs SET write_secret = ? WHERE id = ? AND write_secret = ?", id, old, new)
 }

@@ -28,6 +28,38 @@ func TestForeignCatalogs(t *testing.T) {
 			if err := s.CreateForeignCatalog(ctx, a, 2); err != nil {
 				t.Fatal(err)
 			}
+			// A SigV4 catalog with writes: its AWS settings and write identity
+			// are kept, and the write secret's compare and swap works.
+			g := rec("fc_g", "glue", nil)
+			g.Auth, g.ClientID, g.Scope, g.TokenURL = federation.AuthSigV4, "", "", ""
+			g.Region, g.SigningName, g.RoleARN, g.ExternalID = "eu-west-1", "glue", "arn:aws:iam::123456789012:role/r", "ext-1"
+			g.Writes, g.WriteRoleARN, g.WriteExternalID = true, "arn:aws:iam::123456789012:role/w", "ext-2"
+			if err := s.CreateForeignCatalog(ctx, g, 3); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.ForeignCatalog(ctx, "GLUE"); err != nil || fmt.Sprint(got) != fmt.Sprint(g) {
+				t.Errorf("sigv4 record %+v %v\nwant %+v", got, err, g)
+			}
+			o := rec("fc_o", "writer", []byte("sealed-read"))
+			o.Writes, o.WriteClientID, o.SealedWriteSecret = true, "wcid", []byte("sealed-write")
+			if err := s.CreateForeignCatalog(ctx, o, 3); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := s.ReplaceForeignCatalogWriteSecret(ctx, "fc_o", []byte("sealed-read"), []byte("x")); err != nil || ok {
+				t.Errorf("replace the write secret with the read one as old: %v %v", ok, err)
+			}
+			if ok, err := s.ReplaceForeignCatalogWriteSecret(ctx, "fc_o", []byte("sealed-write"), []byte("sealed-write2")); err != nil || !ok {
+				t.Errorf("replace the write secret: %v %v", ok, err)
+			}
+			if got, _ := s.ForeignCatalog(ctx, "writer"); !bytes.Equal(got.SealedWriteSecret, []byte("sealed-write2")) ||
+				!bytes.Equal(got.SealedSecret, []byte("sealed-read")) || !got.Writes || got.WriteClientID != "wcid" {
+				t.Errorf("writer after replace %+v", got)
+			}
+			for _, n := range []string{"glue", "writer"} {
+				if err := s.DropForeignCatalog(ctx, n); err != nil {
+					t.Fatal(err)
+				}
+			}
 			b := rec("fc_b", "beta", nil)
 			b.Auth, b.ClientID, b.Scope, b.TokenURL, b.SecretEnv, b.CacheTTL = federation.AuthBearer, "", "", "", "BETA_TOKEN", -time.Second
 			if err := s.CreateForeignCatalog(ctx, b, 2); err != nil {
