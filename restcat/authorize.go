@@ -41,6 +41,14 @@ type caller struct {
 	hasVersion bool
 }
 
+// setDetail adds a fact to the request's audit event.
+func (c *caller) setDetail(k string, v any) {
+	if c.detail == nil {
+		c.detail = map[string]any{}
+	}
+	c.detail[k] = v
+}
+
 type callerKey struct{}
 
 // caller returns the caller of the request, loading the policy once.

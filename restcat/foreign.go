@@ -73,7 +73,10 @@ func (h *Handler) foreignNamed(name string) Foreign {
 func (h *Handler) serveForeign(w http.ResponseWriter, r *http.Request, rt route, f Foreign) error {
 	wh := r.PathValue("prefix")
 	fw := foreignWriter(f)
-	if rt.mutates || rt.name == "signRequest" {
+	if rt.name == "signRequest" {
+		return h.signForeign(w, r, f, fw)
+	}
+	if rt.mutates {
 		if fw == nil {
 			return floe.E(floe.Forbidden, "", "%s is a foreign catalog, read-only in Floe: write to it in its own catalog", wh)
 		}
@@ -170,8 +173,15 @@ func (h *Handler) serveForeign(w http.ResponseWriter, r *http.Request, rt route,
 			return denied
 		}
 		creds := denied == nil && rt.name != "tableExists"
+		if fs, ok := f.(ForeignSigner); ok && creds && rt.name == "loadTable" && delegation(r) == delegateSign {
+			if signed, err := h.loadForeignSigned(w, r, fs, wh, id.Namespace, id.Name); err != nil || signed {
+				return err
+			}
+		}
 		var t *ForeignTable
+		identity := "read"
 		if creds && write && fw != nil {
+			identity = "write"
 			// A caller who may write the table's files gets what the
 			// remote vends to the write identity; anyone else the read
 			// identity's.
@@ -187,9 +197,14 @@ func (h *Handler) serveForeign(w http.ResponseWriter, r *http.Request, rt route,
 			w.WriteHeader(http.StatusNoContent)
 			return nil
 		case "loadCredentials":
+			sc := foreignCredentials(t)
+			h.auditPassthrough(r, wh, id, sc, identity)
 			w.Header().Set("Cache-Control", "no-store")
-			writeJSON(w, http.StatusOK, map[string]any{"storage-credentials": foreignCredentials(t)})
+			writeJSON(w, http.StatusOK, map[string]any{"storage-credentials": sc})
 			return nil
+		}
+		if creds {
+			h.auditPassthrough(r, wh, id, foreignCredentials(t), identity)
 		}
 		writeForeignTable(w, wh, t, creds, "")
 		return nil

@@ -342,10 +342,7 @@ func (h *Handler) forwardWrite(w http.ResponseWriter, r *http.Request, rt route,
 func (h *Handler) forward(ctx context.Context, fw ForeignWriter, fwd ForeignWrite) ([]byte, error) {
 	body, err := fw.Write(ctx, fwd)
 	if c, ok := ctx.Value(callerKey{}).(*caller); ok && c != nil {
-		if c.detail == nil {
-			c.detail = map[string]any{}
-		}
-		c.detail["forwarded"] = true
+		c.setDetail("forwarded", true)
 	}
 	return body, err
 }
@@ -372,6 +369,9 @@ func (h *Handler) writtenTable(w http.ResponseWriter, r *http.Request, wh string
 	case !write:
 		note = "none: the table was written with Floe's write identity; load it to read its files"
 	}
+	if note == "" {
+		h.auditPassthrough(r, wh, id, foreignCredentials(t), "write")
+	}
 	writeForeignTable(w, wh, t, note == "", note)
 	return nil
 }
@@ -384,7 +384,9 @@ func writeForeignTable(w http.ResponseWriter, wh string, t *ForeignTable, creds 
 	var sc []ForeignCredential
 	if creds {
 		for k, v := range t.Config {
-			cfg[k] = v
+			if k != "token" && k != "credential" { // the remote's hand-back of Floe's own identity
+				cfg[k] = v
+			}
 		}
 		sc = t.StorageCredentials
 		w.Header().Set("Cache-Control", "no-store")

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/floe-lake/floe"
@@ -195,4 +196,29 @@ func (f *foreignCatalog) LoadView(ctx context.Context, ns []string, name string)
 		return nil, err
 	}
 	return &restcat.ForeignView{MetadataLocation: v.MetadataLocation, Metadata: v.Metadata, Config: v.Config}, nil
+}
+
+var _ restcat.ForeignSigner = (*foreignCatalog)(nil)
+
+// LoadTableSigning implements restcat.ForeignSigner with the read identity.
+func (f *foreignCatalog) LoadTableSigning(ctx context.Context, ns []string, name string) (*restcat.ForeignTable, error) {
+	return foreignTable(f.c.LoadTableSigning(ctx, ns, name))
+}
+
+// Sign implements restcat.ForeignSigner: the write identity signs writes
+// (its own signer configuration, from its own load), the read identity
+// everything else.
+func (f *foreignCatalog) Sign(ctx context.Context, ns []string, name string, write bool, body []byte) (json.RawMessage, error) {
+	cl := f.c
+	if write {
+		if f.w == nil {
+			return nil, floe.E(floe.Forbidden, "", "foreign catalog writes are off")
+		}
+		cl = f.w
+	}
+	t, err := cl.LoadTableSigning(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return cl.Sign(ctx, t.Config, body)
 }

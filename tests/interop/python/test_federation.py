@@ -134,3 +134,21 @@ def test_sql_endpoint_joins_a_foreign_table_with_a_local_one(local, remote_table
         assert conn.execute("SELECT count(*) FROM fed_crm.orders").fetchone() == (4,)
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="SELECT"):
             conn.execute(f"SELECT * FROM acme.{ns}.customers")
+
+
+def test_pyiceberg_remote_signing_through_a_foreign_catalog(local, remote_table):
+    """A PyIceberg client that asks for remote signing (no keys) reads the
+    foreign table with every S3 request signed by the local Floe's signer,
+    which checks its grants and has the remote's signer sign with Floe's
+    identity; the remote's signer and Floe's identity never reach it."""
+    ns, want = remote_table
+    cat = local.catalog("signing", warehouse="acme", **{
+        "header.X-Iceberg-Access-Delegation": "remote-signing",
+        "py-io-impl": "signing_io.SessionSignedFsspecFileIO",
+    })
+    tbl = cat.load_table(f"{ns}.customers")
+    props = tbl.io.properties
+    assert props.get("s3.remote-signing-enabled") == "true"
+    assert props.get("s3.signer.uri", "").rstrip("/") == local.uri
+    assert not props.get("s3.access-key-id") and not props.get("s3.secret-access-key")
+    assert tbl.scan().to_arrow().sort_by("id").equals(want)
