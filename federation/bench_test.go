@@ -56,19 +56,7 @@ func BenchmarkLoadTable(b *testing.B) {
 	}
 	for _, c := range cases {
 		tok := c.f.Token(b)
-		get := func(b *testing.B) {
-			req, _ := http.NewRequest("GET", c.f.URL+c.path, nil)
-			req.Header.Set("Authorization", "Bearer "+tok)
-			resp, err := client.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				b.Fatalf("%s: %d", c.path, resp.StatusCode)
-			}
-		}
+		get := func(b *testing.B) { mustOK(b, client, tok, "GET", c.f.URL+c.path, "") }
 		b.Run(c.name, func(b *testing.B) {
 			get(b)
 			for b.Loop() {
@@ -100,18 +88,7 @@ func BenchmarkForwardedCommit(b *testing.B) {
 		commit := func(b *testing.B) {
 			n++
 			body := `{"requirements":[],"updates":[{"action":"set-properties","updates":{"n":"` + strconv.Itoa(n) + `"}}]}`
-			req, _ := http.NewRequest("POST", c.f.URL+c.path, strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+tok)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := client.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				b.Fatalf("%s: %d", c.path, resp.StatusCode)
-			}
+			mustOK(b, client, tok, "POST", c.f.URL+c.path, body)
 		}
 		b.Run(c.name, func(b *testing.B) {
 			commit(b)
@@ -250,5 +227,28 @@ func writeUsage(b *testing.B, f *testkit.Floe, n int) {
 	}
 	if _, err := tbl.AppendTable(ctx, at, int64(n), nil); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// mustOK sends one request with a bearer token (and a JSON body, if not
+// ""), failing the benchmark unless the answer is 200.
+func mustOK(b *testing.B, client *http.Client, tok, method, url, body string) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b.Fatalf("%s %s: %d", method, url, resp.StatusCode)
 	}
 }

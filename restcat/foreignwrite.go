@@ -217,24 +217,10 @@ func (h *Handler) forwardWrite(w http.ResponseWriter, r *http.Request, rt route,
 		if err != nil {
 			return err
 		}
-		body, err := readBody(r)
+		tc, body, err := readTableCommit(r, id)
 		if err != nil {
 			return err
 		}
-		req, err := parseCommit(body)
-		if err != nil {
-			return err
-		}
-		if req.Identifier != nil {
-			bid, err := req.Identifier.ident()
-			if err != nil {
-				return err
-			}
-			if bid.String() != id.String() || bid.Namespace.Key() != id.Namespace.Key() {
-				return floe.E(floe.Invalid, "", "identifier %s in the body does not match the path %s", bid, id)
-			}
-		}
-		tc := catalog.TableCommit{Ident: id, Requirements: req.Requirements, Updates: req.Updates}
 		if err := h.requireCommit(r, wh, tc); err != nil {
 			return err
 		}

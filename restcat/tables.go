@@ -236,29 +236,38 @@ func parseCommit(body []byte) (commitTableRequest, error) {
 	return req, err
 }
 
+// readTableCommit reads a commitTable body (returned as read) for table
+// id, refusing an identifier in the body that is not the path's.
+func readTableCommit(r *http.Request, id catalog.Ident) (catalog.TableCommit, []byte, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return catalog.TableCommit{}, nil, err
+	}
+	req, err := parseCommit(body)
+	if err != nil {
+		return catalog.TableCommit{}, nil, err
+	}
+	if req.Identifier != nil {
+		bid, err := req.Identifier.ident()
+		if err != nil {
+			return catalog.TableCommit{}, nil, err
+		}
+		if bid.String() != id.String() || bid.Namespace.Key() != id.Namespace.Key() {
+			return catalog.TableCommit{}, nil, floe.E(floe.Invalid, "", "identifier %s in the body does not match the path %s", bid, id)
+		}
+	}
+	return catalog.TableCommit{Ident: id, Requirements: req.Requirements, Updates: req.Updates}, body, nil
+}
+
 func (h *Handler) commitTable(w http.ResponseWriter, r *http.Request) error {
 	wh, id, err := h.identRequest(r, "table")
 	if err != nil {
 		return err
 	}
-	body, err := readBody(r)
+	tc, _, err := readTableCommit(r, id)
 	if err != nil {
 		return err
 	}
-	req, err := parseCommit(body)
-	if err != nil {
-		return err
-	}
-	if req.Identifier != nil {
-		bid, err := req.Identifier.ident()
-		if err != nil {
-			return err
-		}
-		if bid.String() != id.String() || bid.Namespace.Key() != id.Namespace.Key() {
-			return floe.E(floe.Invalid, "", "identifier %s in the body does not match the path %s", bid, id)
-		}
-	}
-	tc := catalog.TableCommit{Ident: id, Requirements: req.Requirements, Updates: req.Updates}
 	if err := h.requireCommit(r, wh, tc); err != nil {
 		return err
 	}

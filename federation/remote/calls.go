@@ -337,13 +337,26 @@ func (c *Client) LoadTable(ctx context.Context, ns []string, name string, withCr
 	if withCredentials {
 		o.header.Set("X-Iceberg-Access-Delegation", "vended-credentials")
 	}
-	v, err := c.load(ctx, o, key, withCredentials, func(r *response) (any, int64, map[string]string, []StorageCredential, error) {
+	v, err := c.load(ctx, o, key, withCredentials, c.parseLoadTable(o, nil))
+	if err != nil {
+		return nil, err
+	}
+	return copyTable(v.(*LoadTableResult), withCredentials), nil
+}
+
+// parseLoadTable decodes a LoadTableResult answer to o, with the config
+// keys drop removed.
+func (c *Client) parseLoadTable(o op, drop []string) parseFunc {
+	return func(r *response) (any, int64, map[string]string, []StorageCredential, error) {
 		var w loadTableWire
 		if err := c.decode(o, r, &w); err != nil {
 			return nil, 0, nil, nil, err
 		}
 		if !isJSONObject(w.Metadata) {
 			return nil, 0, nil, nil, c.unavailable(fmt.Errorf("loadTable: metadata is not an object"), "malformed loadTable answer")
+		}
+		for _, k := range drop {
+			delete(w.Config, k)
 		}
 		res := &LoadTableResult{MetadataLocation: w.MetadataLocation, Metadata: w.Metadata, Config: w.Config,
 			StorageCredentials: w.StorageCredentials, ETag: r.header.Get("ETag")}
@@ -352,11 +365,7 @@ func (c *Client) LoadTable(ctx context.Context, ns []string, name string, withCr
 			size += int64(len(sc.Prefix)) + mapSize(sc.Config) + 32
 		}
 		return res, size, res.Config, res.StorageCredentials, nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	return copyTable(v.(*LoadTableResult), withCredentials), nil
 }
 
 // LoadView loads a view. Its result is cached like a table's; a config

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"strings"
 
@@ -37,26 +36,7 @@ func (c *Client) LoadTableSigning(ctx context.Context, ns []string, name string)
 	o := op{name: "loadTable", method: http.MethodGet, path: p, limit: maxTableBody, header: http.Header{},
 		entity: "table", object: "table " + Ident{ns, name}.String()}
 	o.header.Set("X-Iceberg-Access-Delegation", "remote-signing")
-	v, err := c.load(ctx, o, "table-signing\x00"+p, true, func(r *response) (any, int64, map[string]string, []StorageCredential, error) {
-		var w loadTableWire
-		if err := c.decode(o, r, &w); err != nil {
-			return nil, 0, nil, nil, err
-		}
-		if !isJSONObject(w.Metadata) {
-			return nil, 0, nil, nil, c.unavailable(fmt.Errorf("loadTable: metadata is not an object"), "malformed loadTable answer")
-		}
-		cfg := maps.Clone(w.Config)
-		for _, k := range signerSecretKeys {
-			delete(cfg, k)
-		}
-		res := &LoadTableResult{MetadataLocation: w.MetadataLocation, Metadata: w.Metadata, Config: cfg,
-			StorageCredentials: w.StorageCredentials, ETag: r.header.Get("ETag")}
-		size := int64(len(res.Metadata)+len(res.MetadataLocation)+len(res.ETag)) + mapSize(res.Config)
-		for _, sc := range res.StorageCredentials {
-			size += int64(len(sc.Prefix)) + mapSize(sc.Config) + 32
-		}
-		return res, size, res.Config, res.StorageCredentials, nil
-	})
+	v, err := c.load(ctx, o, "table-signing\x00"+p, true, c.parseLoadTable(o, signerSecretKeys))
 	if err != nil {
 		return nil, err
 	}
