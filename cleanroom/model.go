@@ -104,8 +104,8 @@ type ConfiguredTable struct {
 	// (a customer or user id).
 	Identifier string `json:"identifier"`
 	// Rule is the analysis rule.
-	Rule AggregationRule `json:"rule"`
-	AddedAt time.Time `json:"added_at"`
+	Rule    AggregationRule `json:"rule"`
+	AddedAt time.Time       `json:"added_at"`
 }
 
 // AggregationRule is the aggregation analysis rule: only aggregate

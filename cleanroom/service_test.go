@@ -113,7 +113,9 @@ func (t tables) Columns(_ context.Context, wh string, id catalog.Ident) ([]strin
 
 var principals = []string{"retailer", "advertiser", "outsider", "filtered"}
 
-func subject(name string) authz.Subject { return authz.Subject{Principal: name, PrincipalID: "id-" + name} }
+func subject(name string) authz.Subject {
+	return authz.Subject{Principal: name, PrincipalID: "id-" + name}
+}
 
 func newService(t *testing.T, max int) *cleanroom.Service {
 	t.Helper()
