@@ -25,6 +25,7 @@ import (
 	"github.com/floe-lake/floe/objstore/bucket"
 	"github.com/floe-lake/floe/objstore/s3api"
 	"github.com/floe-lake/floe/objstore/sse"
+	"github.com/floe-lake/floe/cleanroom"
 	"github.com/floe-lake/floe/products"
 	"github.com/floe-lake/floe/restcat"
 	"github.com/floe-lake/floe/revoke"
@@ -99,6 +100,9 @@ type App struct {
 	// products is the data products service (see products.go);
 	// stopProducts stops its scheduled checks.
 	products     *products.Service
+	// cleanrooms is the clean room service (see cleanrooms.go); nil under
+	// insecure_no_auth.
+	cleanrooms *cleanroom.Service
 	stopProducts func()
 
 	// runtimeForeign are the federated catalogs created at run time
@@ -256,6 +260,7 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	a.products = a.newProducts()
+	a.cleanrooms = a.newCleanRooms()
 	mgmt := a.mgmtHandler()
 	ds := a.deltaSharing()        // nil: not mounted
 	shareCat := a.shareCatalogs() // nil: not mounted
