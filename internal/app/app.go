@@ -17,6 +17,7 @@ import (
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/cleanroom"
 	"github.com/floe-lake/floe/internal/keywrap"
 	"github.com/floe-lake/floe/internal/metrics"
 	"github.com/floe-lake/floe/internal/netlimit"
@@ -25,7 +26,6 @@ import (
 	"github.com/floe-lake/floe/objstore/bucket"
 	"github.com/floe-lake/floe/objstore/s3api"
 	"github.com/floe-lake/floe/objstore/sse"
-	"github.com/floe-lake/floe/cleanroom"
 	"github.com/floe-lake/floe/products"
 	"github.com/floe-lake/floe/restcat"
 	"github.com/floe-lake/floe/revoke"
@@ -100,10 +100,10 @@ type App struct {
 	// products is the data products service (see products.go);
 	// stopProducts stops its scheduled checks.
 	products     *products.Service
+	stopProducts func()
 	// cleanrooms is the clean room service (see cleanrooms.go); nil under
 	// insecure_no_auth.
 	cleanrooms *cleanroom.Service
-	stopProducts func()
 
 	// runtimeForeign are the federated catalogs created at run time
 	// (federation_runtime.go).
