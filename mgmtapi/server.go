@@ -102,6 +102,9 @@ type Options struct {
 	// Products manages data products; nil makes the product endpoints
 	// answer 406 (unsupported).
 	Products Products
+	// CleanRooms manages clean-room collaborations; nil makes the clean
+	// room endpoints answer 406 (unsupported).
+	CleanRooms CleanRooms
 	// Backup writes a backup of the metadata store for GET
 	// /api/v1/admin/backup; nil makes it answer 406 (unsupported).
 	Backup Backuper
@@ -196,7 +199,7 @@ func (h *Handler) table() []route {
 
 // routes is every operation served.
 func (h *Handler) routes() []route {
-	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes(), h.catalogRoutes(), h.productRoutes(), h.backupRoutes())
+	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes(), h.catalogRoutes(), h.productRoutes(), h.cleanroomRoutes(), h.backupRoutes())
 }
 
 // Routes lists the operations served, as "METHOD /path/{param}".

@@ -17,6 +17,7 @@ import (
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/cleanroom"
 	"github.com/floe-lake/floe/internal/keywrap"
 	"github.com/floe-lake/floe/internal/metrics"
 	"github.com/floe-lake/floe/internal/netlimit"
@@ -100,6 +101,9 @@ type App struct {
 	// stopProducts stops its scheduled checks.
 	products     *products.Service
 	stopProducts func()
+	// cleanrooms is the clean room service (see cleanrooms.go); nil under
+	// insecure_no_auth.
+	cleanrooms *cleanroom.Service
 
 	// runtimeForeign are the federated catalogs created at run time
 	// (federation_runtime.go).
@@ -256,6 +260,7 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	a.products = a.newProducts()
+	a.cleanrooms = a.newCleanRooms()
 	mgmt := a.mgmtHandler()
 	ds := a.deltaSharing()        // nil: not mounted
 	shareCat := a.shareCatalogs() // nil: not mounted

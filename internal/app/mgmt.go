@@ -27,6 +27,7 @@ func (a *App) mgmtHandler() http.Handler {
 		Sharing:          a.sharing,
 		Federation:       a.runtimeForeign.svc,
 		Products:         a.products,
+		CleanRooms:       a.cleanRoomsAPI(),
 		PublicURL:        a.cfg.PublicURL,
 		Logger:           a.log,
 		Backup: func(ctx context.Context, w io.Writer) (backup.Header, backup.Trailer, error) {

@@ -63,6 +63,9 @@ func (a *App) startSQL(ctx context.Context) error {
 	if !cfg.InsecureNoAuth {
 		opts.Policies = a.authz
 		opts.Grants = a.authz
+		if a.cleanrooms != nil {
+			opts.CleanRooms = a.cleanrooms
+		}
 	}
 	eng, err := engine.New(opts)
 	if err != nil {

@@ -44,7 +44,7 @@ func Root(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	root.AddCommand(namespaceCmd(stdout, getenv))
 	addTableCatalogCmds(root, stdout, getenv)
 	root.AddCommand(shareCmd(stdout, getenv), recipientCmd(stdout, getenv))
-	root.AddCommand(catalogCmd(stdout, getenv), productCmd(stdout, getenv))
+	root.AddCommand(catalogCmd(stdout, getenv), productCmd(stdout, getenv), cleanroomCmd(stdout, getenv))
 	root.AddCommand(versionCmd(stdout))
 	root.AddCommand(checkCmd(stdout, stderr, getenv))
 	root.AddCommand(backupCmd(stdout, stderr, getenv), restoreCmd(stdout, stderr, getenv))

@@ -31,6 +31,9 @@ type tableRef struct {
 	// rights is set for a name inside the expansion of a definer-rights
 	// view: it is read with the view owner's rights (views.go).
 	rights *viewRights
+	// roomCols are the columns of a collaboration's configured table the
+	// query may see (cleanroom.go); nil outside clean rooms.
+	roomCols []string
 }
 
 // atClause is a time-travel clause: AT (VERSION => n) or AT (TIMESTAMP => 'ts').

@@ -128,6 +128,10 @@ type Options struct {
 	// together (default DefaultMaxTempRows).
 	MaxTempTables int
 	MaxTempRows   int
+	// CleanRooms are the collaborations sessions may query in (SET
+	// floe.collaboration, cleanroom.go); nil refuses them. Clean rooms
+	// need Policies.
+	CleanRooms CleanRooms
 	// Audit receives one event per query; nil drops them.
 	Audit func(context.Context, audit.Event)
 	// Logger receives structured logs; nil discards them.
@@ -247,6 +251,7 @@ type session struct {
 	txn          *txnState        // the open transaction block's staged changes
 	temps        map[string]int64 // temporary tables (lower case) and their rows (temp.go)
 	tempRows     int64
+	room         string // the collaboration the session queries in (cleanroom.go); "" for none
 }
 
 // StartSession opens the session's DuckDB database.
@@ -430,6 +435,12 @@ func (e *Engine) Prepare(ctx context.Context, s *pgwire.Session, sql string, par
 	if u, ok := parseUtility(sql); ok {
 		return ss.utility(u)
 	}
+	if ss.room != "" && (ddlKeyword(sql) || dmlKeyword(sql) != 0) {
+		err := ruleError(ruleStatement, "only queries run in a collaboration: %s statements are refused (RESET %s to leave it)",
+			strings.ToUpper(firstWord(sql)), collaborationSetting)
+		ss.auditQuery(ctx, &selectStmt{ss: ss, text: sql, room: ss.room}, -1, err)
+		return nil, err
+	}
 	if ddlKeyword(sql) {
 		st, err := ss.prepareDDL(sql)
 		if err != nil {
@@ -448,8 +459,9 @@ func (e *Engine) Prepare(ctx context.Context, s *pgwire.Session, sql string, par
 	}
 	st, err := ss.prepareSelect(ctx, sql, paramOIDs)
 	if err != nil {
-		ss.auditQuery(ctx, &selectStmt{text: sql}, -1, err)
-		return nil, ss.publicError(err, false)
+		failed := &selectStmt{ss: ss, text: sql, room: ss.room}
+		ss.auditQuery(ctx, failed, -1, err)
+		return nil, failed.publicError(err)
 	}
 	return st, nil
 }
@@ -481,7 +493,7 @@ func (ss *session) prepareSelect(ctx context.Context, sql string, paramOIDs []ui
 	if err != nil {
 		return nil, err
 	}
-	st := &selectStmt{ss: ss, text: sql, tree: raw, paramOIDs: paramOIDs}
+	st := &selectStmt{ss: ss, text: sql, tree: raw, paramOIDs: paramOIDs, room: ss.room}
 	if err := st.plan(ctx); err != nil {
 		return nil, err
 	}
@@ -516,6 +528,11 @@ type selectStmt struct {
 	text      string // the client's SQL
 	tree      []byte // its checked syntax tree, before rewriting
 	paramOIDs []uint32
+	// room is the collaboration the statement was prepared in ("" for
+	// none); its result leaves out the rows below the thresholds, counted
+	// in suppressed (cleanroom.go).
+	room       string
+	suppressed int64
 
 	stmt     *duckdb.Stmt
 	query    string // the rewritten query stmt was prepared from
@@ -538,7 +555,15 @@ func (st *selectStmt) plan(ctx context.Context) error {
 	if err := unmarshalTree(st.tree, &stmt); err != nil {
 		return err
 	}
-	a, err := ss.analyzeViews(ctx, stmt, "")
+	var (
+		a   *analysis
+		err error
+	)
+	if st.room != "" {
+		a, err = ss.analyzeRoom(ctx, st.room, stmt)
+	} else {
+		a, err = ss.analyzeViews(ctx, stmt, "")
+	}
 	if err != nil {
 		return err
 	}
@@ -570,11 +595,14 @@ func (st *selectStmt) plan(ctx context.Context) error {
 			pins.release()
 			return err
 		}
+		if ref.roomCols != nil {
+			r.sql = projectColumns(r.sql, ref.roomCols)
+		}
 		views[i] = r
 		sig.WriteString(r.sql)
 		sig.WriteByte(0)
 		tables = append(tables, r.name())
-		filtered = filtered || r.filtered
+		filtered = filtered || r.filtered || st.room != ""
 	}
 	st.files, st.pruned = 0, 0
 	for _, r := range views {
@@ -617,6 +645,15 @@ func (st *selectStmt) plan(ctx context.Context) error {
 		_ = stmtD.Close()
 		pins.release()
 		return err
+	}
+	if st.room != "" {
+		// The threshold column is the engine's, not the client's.
+		if len(cols) == 0 || cols[len(cols)-1].Name != thresholdAlias {
+			_ = stmtD.Close()
+			pins.release()
+			return errors.New("engine: a clean-room statement lost its threshold column")
+		}
+		cols = cols[:len(cols)-1]
 	}
 	if st.stmt != nil && !sameShape(st.cols, cols) {
 		// The client was told the result's columns when it prepared the
@@ -745,9 +782,13 @@ func (st *selectStmt) Execute(ctx context.Context, args []any) (pgwire.Result, e
 	// since Prepare. DuckDB prepares again only when a view changed.
 	if err := st.plan(ctx); err != nil {
 		ss.auditQuery(ctx, st, -1, err)
-		return nil, ss.publicError(err, false)
+		return nil, st.publicError(err)
 	}
-	if len(st.cols) != len(st.convs) {
+	hidden := 0
+	if st.room != "" {
+		hidden = 1 // the threshold column
+	}
+	if len(st.cols)+hidden != len(st.convs) {
 		return nil, errors.New("engine: statement changed shape")
 	}
 	nargs := make([]driver.NamedValue, len(args))
@@ -758,7 +799,7 @@ func (st *selectStmt) Execute(ctx context.Context, args []any) (pgwire.Result, e
 	pins := st.pins
 	st.pins = nil
 	rows, err := st.stmt.QueryContext(ctx, nargs)
-	if err == nil && len(rows.Columns()) != len(st.cols) {
+	if err == nil && len(rows.Columns()) != len(st.cols)+hidden {
 		// DuckDB binds some statements only once it has the parameters
 		// (to_json of a parameter): their columns were not known when the
 		// client was told them.
@@ -768,9 +809,10 @@ func (st *selectStmt) Execute(ctx context.Context, args []any) (pgwire.Result, e
 	if err != nil {
 		pins.release()
 		ss.auditQuery(ctx, st, -1, err)
-		return nil, ss.publicError(err, st.filtered)
+		return nil, st.publicError(err)
 	}
-	return &result{st: st, ctx: ctx, rows: rows, pins: pins, buf: make([]driver.Value, len(st.cols)), out: make([]any, len(st.cols))}, nil
+	st.suppressed = 0
+	return &result{st: st, ctx: ctx, rows: rows, pins: pins, buf: make([]driver.Value, len(st.cols)+hidden), out: make([]any, len(st.cols)), room: hidden > 0}, nil
 }
 
 // result streams the rows of one execution.
@@ -784,19 +826,32 @@ type result struct {
 	n      int64
 	err    error
 	closed bool
+	// room is set for a clean-room statement: the last value of buf is
+	// the threshold test, and rows failing it are suppressed.
+	room       bool
+	suppressed int64
 }
 
 // Next implements pgwire.Result.
 func (r *result) Next() ([]any, error) {
-	if err := r.rows.Next(r.buf); err != nil {
-		if err == io.EOF {
-			return nil, io.EOF
+	for {
+		if err := r.rows.Next(r.buf); err != nil {
+			if err == io.EOF {
+				return nil, io.EOF
+			}
+			r.err = err
+			return nil, r.st.publicError(err)
 		}
-		r.err = err
-		return nil, r.st.ss.publicError(err, r.st.filtered)
+		if !r.room {
+			break
+		}
+		if ok, _ := r.buf[len(r.buf)-1].(bool); ok {
+			break
+		}
+		r.suppressed++
 	}
-	for i, v := range r.buf {
-		r.out[i] = r.st.convs[i](v)
+	for i := range r.out {
+		r.out[i] = r.st.convs[i](r.buf[i])
 	}
 	r.n++
 	return r.out, nil
@@ -813,9 +868,14 @@ func (r *result) Close() error {
 	r.closed = true
 	err := r.rows.Close()
 	r.pins.release()
+	r.st.suppressed = r.suppressed
 	r.st.ss.auditQuery(r.ctx, r.st, r.n, r.err)
 	return err
 }
+
+// filteredWithheld replaces the message of an error raised while reading
+// a table with a data filter.
+const filteredWithheld = "the query failed while reading a table with a data filter (details withheld)"
 
 var errTxFailed = &pgwire.Error{Code: pgwire.CodeInFailedTransaction, Message: "current transaction is aborted, commands ignored until end of transaction block"}
 
@@ -833,6 +893,13 @@ func (ss *session) auditQuery(ctx context.Context, st *selectStmt, rows int64, e
 	}
 	if err == nil {
 		detail["rows"] = rows
+	}
+	if st.room != "" {
+		detail["collaboration"] = st.room
+		if err == nil {
+			detail["suppressed"] = st.suppressed
+		}
+		ss.recordRoom(ctx, st, rows, err)
 	}
 	ss.emitAudit(ctx, detail, err)
 }
@@ -969,7 +1036,7 @@ func (ss *session) publicError(err error, filtered bool) error {
 		// Planning errors: about the statement, not the data.
 	default:
 		if filtered {
-			msg = "the query failed while reading a table with a data filter (details withheld)"
+			msg = filteredWithheld
 		}
 	}
 	return &pgwire.Error{Code: code, Message: msg, Err: err}

@@ -204,10 +204,32 @@ func (ss *session) utility(u utility) (pgwire.Statement, error) {
 			return &pgwire.StaticResult{CommandTag: tag}, nil
 		}
 	case utilNoop:
-		st.run = func(context.Context) (pgwire.Result, error) { return &pgwire.StaticResult{CommandTag: u.tag}, nil }
+		st.run = func(context.Context) (pgwire.Result, error) {
+			if strings.EqualFold(u.tag, "DISCARD ALL") {
+				ss.room = ""
+			}
+			return &pgwire.StaticResult{CommandTag: u.tag}, nil
+		}
 	case utilSet, utilReset:
 		if u.kind == utilReset && u.name == "all" {
-			st.run = func(context.Context) (pgwire.Result, error) { return &pgwire.StaticResult{CommandTag: "RESET"}, nil }
+			st.run = func(context.Context) (pgwire.Result, error) {
+				ss.room = "" // a pooled connection leaves its collaboration
+				return &pgwire.StaticResult{CommandTag: "RESET"}, nil
+			}
+			break
+		}
+		if u.name == collaborationSetting {
+			st.run = func(ctx context.Context) (pgwire.Result, error) {
+				if ss.pg.TxStatus() == pgwire.TxFailed {
+					return nil, errTxFailed
+				}
+				if u.kind == utilReset {
+					ss.room = ""
+				} else if err := ss.setCollaboration(ctx, u.value); err != nil {
+					return nil, err
+				}
+				return &pgwire.StaticResult{CommandTag: u.tag}, nil
+			}
 			break
 		}
 		if !clientSettings[u.name] {
@@ -243,6 +265,9 @@ func (ss *session) utility(u utility) (pgwire.Statement, error) {
 			break
 		}
 		v, ok := settings[u.name]
+		if u.name == collaborationSetting {
+			v, ok = ss.room, true
+		}
 		if !ok {
 			switch u.name {
 			case "transaction_isolation", "default_transaction_isolation":

@@ -1,0 +1,302 @@
+// Package cleanroom holds clean rooms (issue 22): collaborations in which
+// members analyse their combined data through Floe's SQL endpoint without
+// seeing each other's rows.
+//
+// A Collaboration has members (principals of this Floe; recipients of
+// other organisations are a later slice) and configured tables: one table
+// of a member each, with the columns the others may use, the join keys,
+// the dimension columns and the identifier column, under an aggregation
+// analysis rule (at least MinIdentifiers distinct identifiers behind every
+// output row). The SQL engine (sqlgw/engine) checks each query of a
+// collaboration against those rules on the statement's syntax tree, reads
+// the configured tables with their owners' rights, and suppresses output
+// rows below the threshold; this package owns the model, its validation
+// and the service that stores collaborations and their query logs. It
+// knows nothing of HTTP or the SQL wire protocol.
+//
+// Differential privacy (noise, a privacy budget) is the next slice: the
+// aggregation rule alone does not stop differencing attacks
+// (docs/cleanrooms.md).
+package cleanroom
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/catalog"
+)
+
+// Bounds of what one caller can make the server store.
+const (
+	// MaxCollaborations bounds the collaborations of a server.
+	MaxCollaborations = 1000
+	// MaxMembers bounds the members of one collaboration.
+	MaxMembers = 32
+	// MaxTables bounds the configured tables of one collaboration.
+	MaxTables = 32
+	// MaxColumns bounds each column list of a configured table.
+	MaxColumns = 256
+	// MaxTextLen bounds a description.
+	MaxTextLen = 4096
+	// MaxMinIdentifiers bounds an aggregation rule's threshold.
+	MaxMinIdentifiers = 1_000_000
+	// KeepQueries is how many query log entries of a collaboration are
+	// kept (the newest).
+	KeepQueries = 10_000
+)
+
+// Collaboration is a clean room: its members, their configured tables
+// and who receives results.
+type Collaboration struct {
+	// Name identifies the collaboration on this server (lower-case
+	// letters, digits and underscores, starting with a letter).
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Creator is the principal that created it; it manages the members.
+	Creator   string    `json:"creator"`
+	CreatedAt time.Time `json:"created_at"`
+	Members   []Member  `json:"members"`
+	// Tables are the configured tables, in the order they were added.
+	Tables []ConfiguredTable `json:"tables"`
+	// ResultReceivers are the members who may run queries and receive
+	// their results; empty: every member.
+	ResultReceivers []string `json:"result_receivers,omitempty"`
+	// Version counts the collaboration's changes, from 1; set by the
+	// service (optimistic concurrency of the store).
+	Version int `json:"version"`
+}
+
+// Member is a principal of this Floe taking part in a collaboration.
+type Member struct {
+	Principal string `json:"principal"`
+	// PrincipalID pins the principal: a principal created later under the
+	// same name is not a member.
+	PrincipalID string    `json:"principal_id,omitempty"`
+	AddedBy     string    `json:"added_by"`
+	AddedAt     time.Time `json:"added_at"`
+}
+
+// ConfiguredTable is a member's table in a collaboration, with what the
+// others may do with it.
+type ConfiguredTable struct {
+	// Name is how queries of the collaboration name the table.
+	Name string `json:"name"`
+	// Owner is the member that configured it; the engine reads the table
+	// with its rights.
+	Owner     string            `json:"owner"`
+	OwnerID   string            `json:"owner_id,omitempty"`
+	Warehouse string            `json:"warehouse"`
+	Namespace catalog.Namespace `json:"namespace"`
+	Table     string            `json:"table"`
+	// Columns are the columns aggregates may take (COUNT, SUM, AVG).
+	Columns []string `json:"columns"`
+	// JoinKeys are the columns joins may match on (equality only).
+	JoinKeys []string `json:"join_keys"`
+	// Dimensions are the columns a query may group by, output and filter
+	// on (with literals).
+	Dimensions []string `json:"dimensions"`
+	// Identifier is the column whose distinct values the threshold counts
+	// (a customer or user id).
+	Identifier string `json:"identifier"`
+	// Rule is the analysis rule.
+	Rule    AggregationRule `json:"rule"`
+	AddedAt time.Time       `json:"added_at"`
+}
+
+// AggregationRule is the aggregation analysis rule: only aggregate
+// queries, and every output row aggregates at least MinIdentifiers
+// distinct values of the identifier column (rows below are suppressed).
+type AggregationRule struct {
+	MinIdentifiers int `json:"min_identifiers"`
+}
+
+// Ident is the configured table's catalog identifier.
+func (t ConfiguredTable) Ident() catalog.Ident {
+	return catalog.Ident{Namespace: t.Namespace, Name: t.Table}
+}
+
+// Allowed reports whether col may appear in a query at all.
+func (t ConfiguredTable) Allowed(col string) bool {
+	return slices.Contains(t.Columns, col) || slices.Contains(t.JoinKeys, col) ||
+		slices.Contains(t.Dimensions, col) || col == t.Identifier
+}
+
+// AllColumns are the columns a query may name, in a stable order: the
+// identifier, then the join keys, dimensions and columns, without
+// duplicates.
+func (t ConfiguredTable) AllColumns() []string {
+	out := []string{t.Identifier}
+	for _, list := range [][]string{t.JoinKeys, t.Dimensions, t.Columns} {
+		for _, c := range list {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// Member returns the member named principal.
+func (c *Collaboration) Member(principal string) (Member, bool) {
+	for _, m := range c.Members {
+		if m.Principal == principal {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// IsMember reports whether the principal (name and id) is a member.
+func (c *Collaboration) IsMember(principal, id string) bool {
+	m, ok := c.Member(principal)
+	return ok && (m.PrincipalID == "" || id == "" || m.PrincipalID == id)
+}
+
+// Receives reports whether the member may run queries and receive
+// results.
+func (c *Collaboration) Receives(principal string) bool {
+	return len(c.ResultReceivers) == 0 || slices.Contains(c.ResultReceivers, principal)
+}
+
+// Table returns the configured table named name.
+func (c *Collaboration) Table(name string) (ConfiguredTable, bool) {
+	for _, t := range c.Tables {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return ConfiguredTable{}, false
+}
+
+var nameRe = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+
+// ValidName checks a collaboration's or configured table's name.
+func ValidName(what, name string) error {
+	if !nameRe.MatchString(name) {
+		return invalid("%s name %q: use 1 to 63 lower-case letters, digits and underscores, starting with a letter", what, name)
+	}
+	return nil
+}
+
+func invalid(format string, args ...any) error {
+	return floe.E(floe.Invalid, "collaboration", format, args...)
+}
+
+// Validate checks a collaboration's definition and its bounds.
+func (c *Collaboration) Validate() error {
+	if err := ValidName("collaboration", c.Name); err != nil {
+		return err
+	}
+	if utf8.RuneCountInString(c.Description) > MaxTextLen {
+		return invalid("description longer than %d characters", MaxTextLen)
+	}
+	if len(c.Members) > MaxMembers {
+		return floe.E(floe.Unprocessable, "collaboration", "limit reached: at most %d members per collaboration", MaxMembers)
+	}
+	if len(c.Tables) > MaxTables {
+		return floe.E(floe.Unprocessable, "collaboration", "limit reached: at most %d configured tables per collaboration", MaxTables)
+	}
+	seen := map[string]bool{}
+	for _, m := range c.Members {
+		if m.Principal == "" || seen[m.Principal] {
+			return invalid("member %q is empty or listed twice", m.Principal)
+		}
+		seen[m.Principal] = true
+	}
+	for _, r := range c.ResultReceivers {
+		if !seen[r] {
+			return invalid("result receiver %q is not a member", r)
+		}
+	}
+	names := map[string]bool{}
+	for _, t := range c.Tables {
+		if names[t.Name] {
+			return invalid("configured table %q is listed twice", t.Name)
+		}
+		names[t.Name] = true
+		if !seen[t.Owner] {
+			return invalid("configured table %q: its owner %q is not a member", t.Name, t.Owner)
+		}
+		if err := t.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks a configured table's definition (not that its columns
+// exist: the service checks that against the table).
+func (t *ConfiguredTable) Validate() error {
+	if err := ValidName("configured table", t.Name); err != nil {
+		return err
+	}
+	if t.Warehouse == "" || t.Table == "" || len(t.Namespace) == 0 {
+		return invalid("configured table %q: give the table as warehouse, namespace and name", t.Name)
+	}
+	if err := t.Ident().Validate(); err != nil {
+		return invalid("configured table %q: %v", t.Name, err)
+	}
+	if t.Identifier == "" {
+		return invalid("configured table %q: the identifier column is required (the threshold counts its distinct values)", t.Name)
+	}
+	if t.Rule.MinIdentifiers < 2 || t.Rule.MinIdentifiers > MaxMinIdentifiers {
+		return invalid("configured table %q: min_identifiers must be between 2 and %d", t.Name, MaxMinIdentifiers)
+	}
+	for _, l := range []struct {
+		what string
+		cols []string
+	}{{"columns", t.Columns}, {"join_keys", t.JoinKeys}, {"dimensions", t.Dimensions}} {
+		if len(l.cols) > MaxColumns {
+			return floe.E(floe.Unprocessable, "collaboration", "configured table %q: at most %d %s", t.Name, MaxColumns, l.what)
+		}
+		seen := map[string]bool{}
+		for _, c := range l.cols {
+			if c == "" || seen[c] {
+				return invalid("configured table %q: %s: column %q is empty or listed twice", t.Name, l.what, c)
+			}
+			seen[c] = true
+		}
+	}
+	if slices.Contains(t.Dimensions, t.Identifier) {
+		return invalid("configured table %q: the identifier %q cannot be a dimension (it would be output row by row)", t.Name, t.Identifier)
+	}
+	if slices.Contains(t.Columns, t.Identifier) {
+		return invalid("configured table %q: the identifier %q cannot be summed or averaged; COUNT(DISTINCT) takes it without listing it in columns", t.Name, t.Identifier)
+	}
+	for _, k := range t.JoinKeys {
+		if slices.Contains(t.Dimensions, k) {
+			return invalid("configured table %q: join key %q cannot be a dimension (it would be output row by row)", t.Name, k)
+		}
+	}
+	return nil
+}
+
+// String renders the configured table's source as warehouse.namespace.table.
+func (t ConfiguredTable) String() string {
+	return fmt.Sprintf("%s.%s.%s", t.Warehouse, strings.Join(t.Namespace, "."), t.Table)
+}
+
+// QueryRecord is one entry of a collaboration's query log, readable by
+// every member.
+type QueryRecord struct {
+	ID            string    `json:"id"`
+	Collaboration string    `json:"collaboration"`
+	At            time.Time `json:"at"`
+	// Member is the principal that ran the query.
+	Member string `json:"member"`
+	SQL    string `json:"sql"`
+	// Outcome is "success", "denied" (a rule refused it) or "failure".
+	Outcome string `json:"outcome"`
+	// Error is the public error (SQLSTATE and message) of a query that did
+	// not succeed.
+	Error string `json:"error,omitempty"`
+	// Rows is how many rows the member received.
+	Rows int64 `json:"rows"`
+	// Suppressed is how many output rows the threshold withheld.
+	Suppressed int64 `json:"suppressed"`
+}

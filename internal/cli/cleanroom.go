@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/cleanroom"
+	"github.com/floe-lake/floe/mgmtapi"
+)
+
+// The clean room commands run through a Floe server's management API
+// with the caller's credentials: members see a collaboration and its
+// query log, its creator manages members, each member configures its own
+// tables. Queries run on the SQL endpoint (SET floe.collaboration).
+
+func cleanroomPath(name string, rest ...string) string {
+	p := "/api/v1/cleanrooms/" + url.PathEscape(name)
+	for _, r := range rest {
+		p += "/" + url.PathEscape(r)
+	}
+	return p
+}
+
+func cleanroomCmd(stdout io.Writer, getenv func(string) string) *cobra.Command {
+	cmd := &cobra.Command{Use: "cleanroom", Short: "Clean rooms: collaborations that analyse combined data under aggregation rules (docs/cleanrooms.md)"}
+
+	create := &cobra.Command{Use: "create NAME", Short: "Create a collaboration, with you as creator and first member", Args: cobra.ExactArgs(1),
+		Example: `  floe cleanroom create overlap --member advertiser --description "customers seen in campaigns"`}
+	ccl := bindAPIClient(create.Flags(), getenv, DefaultURL, connHelp)
+	cdesc := create.Flags().String("description", "", "what the collaboration is for")
+	cmembers := create.Flags().StringSlice("member", nil, "a principal of this Floe to add as a member (repeat)")
+	creceivers := create.Flags().StringSlice("result-receiver", nil, "a member who may query and receive results (repeat; default every member)")
+	create.RunE = func(c *cobra.Command, args []string) error {
+		var out cleanroom.Collaboration
+		req := cleanroom.CreateRequest{Name: args[0], Description: *cdesc, Members: *cmembers, ResultReceivers: *creceivers}
+		if err := ccl.call(c.Context(), "POST", "/api/v1/cleanrooms", req, &out); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "created collaboration %q with %d members\n", out.Name, len(out.Members))
+		return nil
+	}
+
+	list := &cobra.Command{Use: "list", Short: "List the collaborations you are a member of", Args: cobra.NoArgs}
+	lcl := bindAPIClient(list.Flags(), getenv, DefaultURL, connHelp)
+	ljson := list.Flags().Bool("json", false, "print JSON")
+	list.RunE = func(c *cobra.Command, _ []string) error {
+		var ls mgmtapi.CollaborationList
+		if err := lcl.call(c.Context(), "GET", "/api/v1/cleanrooms", nil, &ls); err != nil {
+			return err
+		}
+		if *ljson {
+			return printJSON(stdout, ls)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tCREATOR\tMEMBERS\tTABLES\tDESCRIPTION")
+		for _, x := range ls.Collaborations {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", x.Name, x.Creator, len(x.Members), len(x.Tables), oneLine(x.Description, 60))
+		}
+		return tw.Flush()
+	}
+
+	show := &cobra.Command{Use: "show NAME", Short: "Show a collaboration: members, configured tables and their rules", Args: cobra.ExactArgs(1)}
+	scl := bindAPIClient(show.Flags(), getenv, DefaultURL, connHelp)
+	sjson := show.Flags().Bool("json", false, "print JSON")
+	show.RunE = func(c *cobra.Command, args []string) error {
+		var x cleanroom.Collaboration
+		if err := scl.call(c.Context(), "GET", cleanroomPath(args[0]), nil, &x); err != nil {
+			return err
+		}
+		if *sjson {
+			return printJSON(stdout, x)
+		}
+		fmt.Fprintf(stdout, "collaboration %s (creator %s)\n", x.Name, x.Creator)
+		if x.Description != "" {
+			fmt.Fprintf(stdout, "  %s\n", x.Description)
+		}
+		receivers := "every member"
+		if len(x.ResultReceivers) > 0 {
+			receivers = strings.Join(x.ResultReceivers, ", ")
+		}
+		var members []string
+		for _, m := range x.Members {
+			members = append(members, m.Principal)
+		}
+		fmt.Fprintf(stdout, "members: %s\nresult receivers: %s\n", strings.Join(members, ", "), receivers)
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TABLE\tOWNER\tSOURCE\tIDENTIFIER\tMIN\tJOIN KEYS\tDIMENSIONS\tCOLUMNS")
+		for _, t := range x.Tables {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", t.Name, t.Owner, t, t.Identifier, t.Rule.MinIdentifiers,
+				strings.Join(t.JoinKeys, ","), strings.Join(t.Dimensions, ","), strings.Join(t.Columns, ","))
+		}
+		return tw.Flush()
+	}
+
+	add := &cobra.Command{Use: "add-member NAME PRINCIPAL", Short: "Add a principal of this Floe to a collaboration (its creator)", Args: cobra.ExactArgs(2)}
+	acl := bindAPIClient(add.Flags(), getenv, DefaultURL, connHelp)
+	arecv := add.Flags().Bool("result-receiver", false, "also make it a result receiver (when the collaboration lists them)")
+	add.RunE = func(c *cobra.Command, args []string) error {
+		var out cleanroom.Collaboration
+		if err := acl.call(c.Context(), "POST", cleanroomPath(args[0], "members"), mgmtapi.AddMemberRequest{Principal: args[1], ResultReceiver: *arecv}, &out); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "added %q to collaboration %q (%d members)\n", args[1], out.Name, len(out.Members))
+		return nil
+	}
+
+	conf := &cobra.Command{Use: "configure-table NAME TABLE_NAME NAMESPACE.TABLE", Short: "Configure one of your tables in a collaboration, with its aggregation rule",
+		Long: `Configure one of your tables in a collaboration under TABLE_NAME, the name
+its queries use. You must hold SELECT on the table without a data filter.
+--identifier is the column whose distinct values every output row must
+aggregate at least --min-identifiers of (rows below are suppressed);
+--join-key columns are what joins may match on, --dimension columns what
+queries may group by and filter with literals, --column columns what SUM
+and AVG may take (COUNT takes any of them).`,
+		Example: `  floe cleanroom configure-table overlap customers retail.customers \
+    --identifier customer_id --join-key email_hash --dimension segment --min-identifiers 3`,
+		Args: cobra.ExactArgs(3)}
+	fcl := bindAPIClient(conf.Flags(), getenv, DefaultURL, connHelp)
+	fwh := conf.Flags().String("warehouse", "", "warehouse of the table (default the server's)")
+	fid := conf.Flags().String("identifier", "", "the identifier column (required)")
+	fmin := conf.Flags().Int("min-identifiers", 0, "minimum distinct identifiers behind every output row, at least 2 (required)")
+	fkeys := conf.Flags().StringSlice("join-key", nil, "a column joins may match on (repeat)")
+	fdims := conf.Flags().StringSlice("dimension", nil, "a column queries may group by and filter on (repeat)")
+	fcols := conf.Flags().StringSlice("column", nil, "a column SUM and AVG may take (repeat)")
+	conf.RunE = func(c *cobra.Command, args []string) error {
+		i := strings.LastIndex(args[2], ".")
+		if i <= 0 || i == len(args[2])-1 {
+			return fmt.Errorf("%q: give the table as NAMESPACE.TABLE", args[2])
+		}
+		req := mgmtapi.ConfigureTableRequest{Warehouse: *fwh, Namespace: catalog.Namespace(strings.Split(args[2][:i], ".")), Table: args[2][i+1:],
+			Identifier: *fid, JoinKeys: *fkeys, Dimensions: *fdims, Columns: *fcols, Rule: cleanroom.AggregationRule{MinIdentifiers: *fmin}}
+		var out cleanroom.Collaboration
+		if err := fcl.call(c.Context(), "PUT", cleanroomPath(args[0], "tables", args[1]), req, &out); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "configured table %q of collaboration %q (at least %d distinct %s per output row)\n", args[1], out.Name, *fmin, *fid)
+		return nil
+	}
+
+	logc := &cobra.Command{Use: "log NAME", Short: "Show a collaboration's query log (every member reads it)", Args: cobra.ExactArgs(1)}
+	gcl := bindAPIClient(logc.Flags(), getenv, DefaultURL, connHelp)
+	glimit := logc.Flags().Int("limit", 100, "at most this many queries, newest first")
+	gjson := logc.Flags().Bool("json", false, "print JSON")
+	logc.RunE = func(c *cobra.Command, args []string) error {
+		var lg mgmtapi.QueryLog
+		if err := gcl.call(c.Context(), "GET", fmt.Sprintf("%s?limit=%d", cleanroomPath(args[0], "queries"), *glimit), nil, &lg); err != nil {
+			return err
+		}
+		if *gjson {
+			return printJSON(stdout, lg)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "AT\tMEMBER\tOUTCOME\tROWS\tSUPPRESSED\tSQL")
+		for _, q := range lg.Queries {
+			what := oneLine(q.SQL, 80)
+			if q.Error != "" {
+				what += "  -- " + oneLine(q.Error, 80)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", q.At.Format("2006-01-02T15:04:05Z"), q.Member, q.Outcome, q.Rows, q.Suppressed, what)
+		}
+		return tw.Flush()
+	}
+
+	drop := &cobra.Command{Use: "drop NAME", Short: "Drop a collaboration and its query log (its creator)", Args: cobra.ExactArgs(1)}
+	dcl := bindAPIClient(drop.Flags(), getenv, DefaultURL, connHelp)
+	drop.RunE = func(c *cobra.Command, args []string) error {
+		if err := dcl.call(c.Context(), "DELETE", cleanroomPath(args[0]), nil, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "dropped collaboration %q\n", args[0])
+		return nil
+	}
+
+	cmd.AddCommand(create, list, show, add, conf, logc, drop)
+	return cmd
+}

@@ -1,0 +1,180 @@
+package mgmtapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/authz"
+	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/cleanroom"
+)
+
+// CleanRooms manages clean-room collaborations (*cleanroom.Service). Each
+// method checks the caller's rights itself: members see a collaboration
+// and its query log, its creator manages members, each member configures
+// its own tables.
+type CleanRooms interface {
+	Create(ctx context.Context, sub authz.Subject, req cleanroom.CreateRequest) (cleanroom.Collaboration, error)
+	Get(ctx context.Context, sub authz.Subject, name string) (cleanroom.Collaboration, error)
+	List(ctx context.Context, sub authz.Subject) ([]cleanroom.Collaboration, error)
+	AddMember(ctx context.Context, sub authz.Subject, name, principal string, receiver bool) (cleanroom.Collaboration, error)
+	ConfigureTable(ctx context.Context, sub authz.Subject, name string, t cleanroom.ConfiguredTable) (cleanroom.Collaboration, error)
+	Drop(ctx context.Context, sub authz.Subject, name string) error
+	Log(ctx context.Context, sub authz.Subject, name string, limit int) ([]cleanroom.QueryRecord, error)
+}
+
+// CollaborationList is the answer of GET /cleanrooms.
+type CollaborationList struct {
+	Collaborations []cleanroom.Collaboration `json:"collaborations"`
+}
+
+// AddMemberRequest is the body of POST /cleanrooms/{name}/members.
+type AddMemberRequest struct {
+	Principal string `json:"principal"`
+	// ResultReceiver adds the member to the result receivers when the
+	// collaboration lists them (otherwise every member receives).
+	ResultReceiver bool `json:"result_receiver,omitempty"`
+}
+
+// ConfigureTableRequest is the body of PUT
+// /cleanrooms/{name}/tables/{table}: the caller's table and its rule.
+type ConfigureTableRequest struct {
+	// Warehouse defaults to the server's.
+	Warehouse  string                    `json:"warehouse,omitempty"`
+	Namespace  catalog.Namespace         `json:"namespace"`
+	Table      string                    `json:"table"`
+	Columns    []string                  `json:"columns,omitempty"`
+	JoinKeys   []string                  `json:"join_keys,omitempty"`
+	Dimensions []string                  `json:"dimensions,omitempty"`
+	Identifier string                    `json:"identifier"`
+	Rule       cleanroom.AggregationRule `json:"rule"`
+}
+
+// QueryLog is the answer of GET /cleanrooms/{name}/queries.
+type QueryLog struct {
+	Queries []cleanroom.QueryRecord `json:"queries"`
+}
+
+// cleanroomRoutes are the clean room operations.
+func (h *Handler) cleanroomRoutes() []route {
+	const p = "/api/v1/cleanrooms"
+	return []route{
+		{"GET", p, "", h.withCleanRooms(h.listCollaborations)},
+		{"POST", p, cleanroom.ActionCreate, h.withCleanRooms(h.createCollaboration)},
+		{"GET", p + "/{name}", "", h.withCleanRooms(h.getCollaboration)},
+		{"DELETE", p + "/{name}", cleanroom.ActionDrop, h.withCleanRooms(h.dropCollaboration)},
+		{"POST", p + "/{name}/members", cleanroom.ActionAddMember, h.withCleanRooms(h.addCollaborationMember)},
+		{"PUT", p + "/{name}/tables/{table}", cleanroom.ActionConfigure, h.withCleanRooms(h.configureTable)},
+		{"GET", p + "/{name}/queries", "", h.withCleanRooms(h.collaborationLog)},
+	}
+}
+
+// withCleanRooms adapts a clean room operation to a route: it answers
+// Unsupported when the server has no clean room service.
+func (h *Handler) withCleanRooms(f func(c *call, s CleanRooms) error) func(c *call) error {
+	return func(c *call) error {
+		if h.opts.CleanRooms == nil {
+			return floe.E(floe.Unsupported, "", "clean rooms are not available on this server (they need authentication)")
+		}
+		return f(c, h.opts.CleanRooms)
+	}
+}
+
+func (h *Handler) listCollaborations(c *call, s CleanRooms) error {
+	ls, err := s.List(c.ctx, c.sub)
+	if err != nil {
+		return err
+	}
+	if ls == nil {
+		ls = []cleanroom.Collaboration{}
+	}
+	return reply(c, http.StatusOK, CollaborationList{Collaborations: ls})
+}
+
+func (h *Handler) createCollaboration(c *call, s CleanRooms) error {
+	var req cleanroom.CreateRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	c.resource = "cleanroom:" + req.Name
+	c.note("collaboration", req.Name, "members", req.Members)
+	out, err := s.Create(c.ctx, c.sub, req)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusCreated, out)
+}
+
+func (h *Handler) getCollaboration(c *call, s CleanRooms) error {
+	out, err := s.Get(c.ctx, c.sub, c.r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, out)
+}
+
+func (h *Handler) dropCollaboration(c *call, s CleanRooms) error {
+	name := c.r.PathValue("name")
+	c.resource = "cleanroom:" + name
+	c.note("collaboration", name)
+	if err := s.Drop(c.ctx, c.sub, name); err != nil {
+		return err
+	}
+	return noContent(c)
+}
+
+func (h *Handler) addCollaborationMember(c *call, s CleanRooms) error {
+	name := c.r.PathValue("name")
+	var req AddMemberRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	c.resource = "cleanroom:" + name
+	c.note("collaboration", name, "member", req.Principal)
+	out, err := s.AddMember(c.ctx, c.sub, name, req.Principal, req.ResultReceiver)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, out)
+}
+
+func (h *Handler) configureTable(c *call, s CleanRooms) error {
+	name, table := c.r.PathValue("name"), c.r.PathValue("table")
+	var req ConfigureTableRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Warehouse == "" {
+		req.Warehouse = h.opts.DefaultWarehouse
+	}
+	t := cleanroom.ConfiguredTable{Name: table, Warehouse: req.Warehouse, Namespace: req.Namespace, Table: req.Table,
+		Columns: req.Columns, JoinKeys: req.JoinKeys, Dimensions: req.Dimensions, Identifier: req.Identifier, Rule: req.Rule}
+	c.resource = "cleanroom:" + name
+	c.note("collaboration", name, "configured_table", table, "table", t.String(), "min_identifiers", req.Rule.MinIdentifiers)
+	out, err := s.ConfigureTable(c.ctx, c.sub, name, t)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, out)
+}
+
+func (h *Handler) collaborationLog(c *call, s CleanRooms) error {
+	limit := 100
+	if q := c.r.URL.Query().Get("limit"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 {
+			return floe.E(floe.Invalid, "collaboration", "limit %q is not a positive number", q)
+		}
+		limit = n
+	}
+	qs, err := s.Log(c.ctx, c.sub, c.r.PathValue("name"), limit)
+	if err != nil {
+		return err
+	}
+	if qs == nil {
+		qs = []cleanroom.QueryRecord{}
+	}
+	return reply(c, http.StatusOK, QueryLog{Queries: qs})
+}

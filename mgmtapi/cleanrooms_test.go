@@ -1,0 +1,142 @@
+package mgmtapi_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/floe-lake/floe/cleanroom"
+	"github.com/floe-lake/floe/mgmtapi"
+)
+
+// TestCleanRooms: the clean room endpoints, each exchange validated
+// against the OpenAPI document, and a query through the SQL endpoint: two
+// principals, each owning a table the other cannot read, make a
+// collaboration, configure their tables (a table one cannot read in full
+// is refused), and the advertiser's overlap query returns the groups at
+// or above the thresholds only; a raw read is refused with 42501; both
+// see the log; an outsider sees nothing; the creator drops it.
+func TestCleanRooms(t *testing.T) {
+	e := newEnv(t)
+	f := e.f
+	sql := func(q string) {
+		t.Helper()
+		wantStatus(t, e.do(t, e.admin, "POST", "/api/v1/query", map[string]any{"sql": q}), 200)
+	}
+	sql("CREATE SCHEMA retail")
+	sql("CREATE SCHEMA ads")
+	sql("CREATE TABLE retail.customers (customer_id BIGINT, email VARCHAR, segment VARCHAR)")
+	sql("CREATE TABLE ads.exposures (user_id BIGINT, email VARCHAR, campaign VARCHAR, spend DOUBLE)")
+	// gold: 4 customers all exposed to spring; silver: 2 (below the threshold).
+	sql("INSERT INTO retail.customers VALUES (1, 'a', 'gold'), (2, 'b', 'gold'), (3, 'c', 'gold'), (4, 'd', 'gold'), (5, 'e', 'silver'), (6, 'f', 'silver')")
+	sql("INSERT INTO ads.exposures VALUES (11, 'a', 'spring', 1), (12, 'b', 'spring', 1), (13, 'c', 'spring', 1), (14, 'd', 'spring', 1), (15, 'e', 'spring', 1), (16, 'f', 'spring', 1)")
+	retailer, advertiser, outsider := f.PrincipalToken(t, "retailer"), f.PrincipalToken(t, "advertiser"), f.PrincipalToken(t, "outsider")
+	e.ok(t, 201, "POST", "/api/v1/grants", grantBody("principal", "retailer", "SELECT", tableOn("retail", "customers")))
+	e.ok(t, 201, "POST", "/api/v1/grants", grantBody("principal", "advertiser", "SELECT", tableOn("ads", "exposures")))
+
+	okAs := func(tok string, status int, method, path string, body any) []byte {
+		t.Helper()
+		r := e.do(t, tok, method, path, body)
+		if r.Status != status {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, r.Status, r.Body, status)
+		}
+		return r.Body
+	}
+	okAs(retailer, 201, "POST", "/api/v1/cleanrooms", map[string]any{"name": "overlap", "description": "customers seen in campaigns"})
+	wantErrorHas(t, e.do(t, retailer, "POST", "/api/v1/cleanrooms", map[string]any{"name": "overlap"}), 409, "AlreadyExistsException", "already exists")
+	wantErrorHas(t, e.do(t, advertiser, "POST", "/api/v1/cleanrooms/overlap/members", map[string]any{"principal": "advertiser"}), 404, "NotFoundException", "not a member")
+	okAs(retailer, 200, "POST", "/api/v1/cleanrooms/overlap/members", map[string]any{"principal": "advertiser"})
+
+	customers := map[string]any{"namespace": []string{"retail"}, "table": "customers", "join_keys": []string{"email"},
+		"dimensions": []string{"segment"}, "identifier": "customer_id", "rule": map[string]any{"min_identifiers": 3}}
+	wantErrorHas(t, e.do(t, advertiser, "PUT", "/api/v1/cleanrooms/overlap/tables/customers", customers), 403, "ForbiddenException", "may not read table")
+	okAs(retailer, 200, "PUT", "/api/v1/cleanrooms/overlap/tables/customers", customers)
+	okAs(advertiser, 200, "PUT", "/api/v1/cleanrooms/overlap/tables/exposures", map[string]any{"namespace": []string{"ads"}, "table": "exposures",
+		"join_keys": []string{"email"}, "dimensions": []string{"campaign"}, "columns": []string{"spend"}, "identifier": "user_id",
+		"rule": map[string]any{"min_identifiers": 2}})
+
+	var ls mgmtapi.CollaborationList
+	e.do(t, advertiser, "GET", "/api/v1/cleanrooms", nil).JSON(t, &ls)
+	if len(ls.Collaborations) != 1 || len(ls.Collaborations[0].Tables) != 2 || ls.Collaborations[0].Tables[1].Owner != "advertiser" {
+		t.Fatalf("list: %+v", ls)
+	}
+	e.do(t, outsider, "GET", "/api/v1/cleanrooms", nil).JSON(t, &ls)
+	if len(ls.Collaborations) != 0 {
+		t.Fatalf("an outsider lists %+v", ls)
+	}
+	wantErrorHas(t, e.do(t, outsider, "GET", "/api/v1/cleanrooms/overlap", nil), 404, "NotFoundException", "not a member")
+	var got cleanroom.Collaboration
+	e.do(t, retailer, "GET", "/api/v1/cleanrooms/overlap", nil).JSON(t, &got)
+	if got.Creator != "retailer" || len(got.Members) != 2 {
+		t.Fatalf("show: %+v", got)
+	}
+
+	// The advertiser queries the collaboration through the SQL endpoint.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u := url.URL{Scheme: "postgres", User: url.UserPassword("advertiser", advertiser), Host: f.SQLAddr, Path: "/floe", RawQuery: "sslmode=disable"}
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SELECT count(*) FROM retail.customers"); !isCode(err, "42501") {
+		t.Fatalf("outside the collaboration the advertiser reads the retailer's table: %v", err)
+	}
+	if _, err := conn.Exec(ctx, "SET floe.collaboration = 'overlap'"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.Query(ctx, "SELECT c.segment, e.campaign, count(DISTINCT c.customer_id) FROM customers c JOIN exposures e ON c.email = e.email GROUP BY c.segment, e.campaign ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for rows.Next() {
+		var seg, camp string
+		var n int64
+		if err := rows.Scan(&seg, &camp, &n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, seg+"/"+camp+"/"+string(rune('0'+n)))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(out, ",") != "gold/spring/4" {
+		t.Fatalf("overlap: %v, want gold/spring/4 only (silver has 2 customers, below 3)", out)
+	}
+	if len(rows.FieldDescriptions()) != 3 {
+		t.Fatalf("%d columns: the threshold column reached the client", len(rows.FieldDescriptions()))
+	}
+	if _, err := conn.Exec(ctx, "SELECT customer_id FROM customers"); !isCode(err, "42501") {
+		t.Fatalf("a raw read in the collaboration: %v", err)
+	}
+
+	var log mgmtapi.QueryLog
+	e.do(t, retailer, "GET", "/api/v1/cleanrooms/overlap/queries?limit=10", nil).JSON(t, &log)
+	if len(log.Queries) != 2 {
+		t.Fatalf("log: %+v", log)
+	}
+	ok, denied := log.Queries[1], log.Queries[0]
+	if ok.Member != "advertiser" || ok.Outcome != "success" || ok.Rows != 1 || ok.Suppressed != 1 || denied.Outcome != "denied" || !strings.HasPrefix(denied.Error, "42501 clean room rule") {
+		t.Fatalf("log entries: %+v", log.Queries)
+	}
+	wantErrorHas(t, e.do(t, outsider, "GET", "/api/v1/cleanrooms/overlap/queries", nil), 404, "NotFoundException", "not a member")
+
+	wantErrorHas(t, e.do(t, advertiser, "DELETE", "/api/v1/cleanrooms/overlap", nil), 403, "ForbiddenException", "not the creator")
+	okAs(retailer, 204, "DELETE", "/api/v1/cleanrooms/overlap", nil)
+	if _, err := conn.Exec(ctx, "SELECT count(*) FROM customers"); !isCode(err, "42501") {
+		t.Fatalf("a query after the drop: %v", err)
+	}
+}
+
+func isCode(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
+}

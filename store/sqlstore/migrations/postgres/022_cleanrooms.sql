@@ -1,0 +1,23 @@
+-- Clean rooms (issue 22, package cleanroom). A collaboration is one row
+-- whose spec is its definition as JSON (cleanroom.Collaboration: members,
+-- configured tables with their analysis rules, result receivers); version
+-- counts its changes, each replacing the previous one (compare-and-swap).
+-- Its query log, readable by every member, is cleanroom_queries: one row a
+-- query (record as JSON, cleanroom.QueryRecord), a bounded number kept.
+
+CREATE TABLE cleanrooms (
+    name       TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+    version    INTEGER NOT NULL,
+    spec       TEXT NOT NULL,
+    created_by TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL
+);
+
+CREATE TABLE cleanroom_queries (
+    id            TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+    collaboration TEXT COLLATE "C" NOT NULL,
+    at            TIMESTAMPTZ NOT NULL,
+    record        TEXT NOT NULL
+);
+
+CREATE INDEX cleanroom_queries_by_collaboration ON cleanroom_queries (collaboration, at);

@@ -1,0 +1,236 @@
+"""Clean rooms (issue 22, first slice: aggregation rules, no differential
+privacy) with a real PostgreSQL client (psycopg) and the `floe` CLI.
+
+Two principals of different "organisations" each own a table in a
+namespace of their own and have no grant on the other's:
+
+* retailer: cr_retail.customers (customer_id, email, segment, ltv)
+* advertiser: cr_ads.exposures (user_id, email, campaign, spend)
+
+The retailer creates the collaboration `overlap` and adds the advertiser
+(`floe cleanroom create/add-member`); each configures its own table
+(`floe cleanroom configure-table`: e-mail as the join key, the segment and
+the campaign as dimensions, thresholds of 5 customers and 3 users).
+
+* The documented overlap analysis (customers by segment x campaign), run by
+  either member in the collaboration (SET floe.collaboration), returns
+  exactly what the administrator computes with plain SQL over the real
+  tables, minus the groups below a threshold, which are suppressed.
+* Every adversarial query is refused with SQLSTATE 42501 naming the rule;
+  a query that fails while running does not quote the data.
+* Outside the collaboration neither member can read the other's table.
+* The collaboration's query log (`floe cleanroom log`) shows both members
+  the queries, with the rows returned and the groups suppressed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import psycopg
+import pytest
+from conftest import floe_binary
+
+MIN_CUSTOMERS, MIN_USERS = 5, 3
+
+# gold: customers 1-20, silver 21-50, bronze 51-60.
+CUSTOMERS = [(i, f"u{i}@example.com", "gold" if i <= 20 else "silver" if i <= 50 else "bronze", float(i * 10))
+             for i in range(1, 61)]
+# spring reaches customers 1-30 and 51-53 (3 bronze: below 5, suppressed),
+# summer 25-58, some people twice; 70-79 are not customers of the retailer.
+EXPOSURES = []
+for i in [*range(1, 31), *range(51, 54), *range(70, 75)]:
+    EXPOSURES.append((1000 + len(EXPOSURES), f"u{i}@example.com", "spring", 1.5))
+for i in [*range(25, 59), *range(25, 30), *range(75, 80)]:
+    EXPOSURES.append((1000 + len(EXPOSURES), f"u{i}@example.com", "summer", 2.0))
+
+OVERLAP = ("SELECT c.segment, e.campaign, count(DISTINCT c.customer_id) AS customers "
+           "FROM customers c JOIN exposures e ON c.email = e.email "
+           "GROUP BY c.segment, e.campaign ORDER BY c.segment, e.campaign")
+
+
+def cli(srv, credential: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOE_") and not k.startswith("AWS_")}
+    env["FLOE_URL"] = srv.uri
+    env["FLOE_CREDENTIAL"] = credential
+    r = subprocess.run([str(floe_binary()), *args], env=env, capture_output=True, text=True, timeout=120)
+    if check and r.returncode != 0:
+        raise AssertionError(f"floe {' '.join(args)}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def connect(srv, user: str, token: str) -> psycopg.Connection:
+    return psycopg.connect(host="127.0.0.1", port=srv.sql_port, dbname="floe", user=user, password=token,
+                           sslmode="disable", connect_timeout=10, autocommit=True)
+
+
+class Party:
+    def __init__(self, srv, name: str) -> None:
+        admin = srv.fetch_token()
+        out = srv.request("POST", "/api/v1/principals", body={"name": name}, token=admin)
+        self.name = name
+        self.credential = f"{out['client_id']}:{out['client_secret']}"
+        self.token = srv.fetch_token(out["client_id"], out["client_secret"])
+
+
+@pytest.fixture(scope="module")
+def room(floe):
+    admin = floe.fetch_token()
+    with connect(floe, "admin", admin) as conn:
+        conn.execute("CREATE SCHEMA cr_retail")
+        conn.execute("CREATE SCHEMA cr_ads")
+        conn.execute("CREATE TABLE cr_retail.customers (customer_id BIGINT, email VARCHAR, segment VARCHAR, ltv DOUBLE)")
+        conn.execute("CREATE TABLE cr_ads.exposures (user_id BIGINT, email VARCHAR, campaign VARCHAR, spend DOUBLE)")
+        conn.execute("INSERT INTO cr_retail.customers VALUES " + ", ".join(f"({i}, '{e}', '{s}', {v})" for i, e, s, v in CUSTOMERS))
+        conn.execute("INSERT INTO cr_ads.exposures VALUES " + ", ".join(f"({i}, '{e}', '{c}', {v})" for i, e, c, v in EXPOSURES))
+    retailer, advertiser = Party(floe, "cr_retailer"), Party(floe, "cr_advertiser")
+    for who, ns, table in [(retailer, "cr_retail", "customers"), (advertiser, "cr_ads", "exposures")]:
+        floe.request("POST", "/api/v1/grants", token=admin, body={
+            "grantee": {"kind": "principal", "name": who.name}, "privilege": "SELECT",
+            "on": {"kind": "table", "namespace": [ns], "name": table}})
+
+    cli(floe, retailer.credential, "cleanroom", "create", "overlap", "--description", "customers seen in campaigns")
+    cli(floe, retailer.credential, "cleanroom", "add-member", "overlap", advertiser.name)
+    # The advertiser cannot bring the retailer's table: it may not read it.
+    r = cli(floe, advertiser.credential, "cleanroom", "configure-table", "overlap", "theirs", "cr_retail.customers",
+            "--identifier", "customer_id", "--join-key", "email", "--min-identifiers", "2", check=False)
+    assert r.returncode != 0 and "may not read table" in r.stderr, r
+    cli(floe, retailer.credential, "cleanroom", "configure-table", "overlap", "customers", "cr_retail.customers",
+        "--identifier", "customer_id", "--join-key", "email", "--dimension", "segment", "--column", "ltv",
+        "--min-identifiers", str(MIN_CUSTOMERS))
+    cli(floe, advertiser.credential, "cleanroom", "configure-table", "overlap", "exposures", "cr_ads.exposures",
+        "--identifier", "user_id", "--join-key", "email", "--dimension", "campaign", "--column", "spend",
+        "--min-identifiers", str(MIN_USERS))
+    return retailer, advertiser
+
+
+def in_room(floe, party: Party, sql: str):
+    with connect(floe, party.name, party.token) as conn:
+        conn.execute("SET floe.collaboration = 'overlap'")
+        cur = conn.execute(sql)
+        return cur.fetchall(), [d.name for d in cur.description]
+
+
+def test_show_and_list(floe, room) -> None:
+    retailer, advertiser = room
+    shown = json.loads(cli(floe, advertiser.credential, "cleanroom", "show", "overlap", "--json").stdout)
+    assert [m["principal"] for m in shown["members"]] == [retailer.name, advertiser.name]
+    assert [(t["name"], t["owner"], t["rule"]["min_identifiers"]) for t in shown["tables"]] == [
+        ("customers", retailer.name, MIN_CUSTOMERS), ("exposures", advertiser.name, MIN_USERS)]
+    listed = cli(floe, retailer.credential, "cleanroom", "list").stdout
+    assert "overlap" in listed and "customers seen in campaigns" in listed
+
+
+def test_overlap_equals_the_plain_sql_reference_minus_suppressed_groups(floe, room) -> None:
+    retailer, advertiser = room
+    admin = floe.fetch_token()
+    with connect(floe, "admin", admin) as conn:
+        ref = conn.execute(
+            "SELECT c.segment, e.campaign, count(DISTINCT c.customer_id), count(DISTINCT e.user_id) "
+            "FROM cr_retail.customers c JOIN cr_ads.exposures e ON c.email = e.email "
+            "GROUP BY c.segment, e.campaign ORDER BY 1, 2").fetchall()
+    kept = [(s, c, n) for s, c, n, users in ref if n >= MIN_CUSTOMERS and users >= MIN_USERS]
+    suppressed = [(s, c) for s, c, n, users in ref if not (n >= MIN_CUSTOMERS and users >= MIN_USERS)]
+    assert suppressed == [("bronze", "spring")]  # the data is made so: 3 bronze customers saw spring
+    assert len(kept) == 4
+
+    for party in (advertiser, retailer):
+        rows, cols = in_room(floe, party, OVERLAP)
+        assert cols == ["segment", "campaign", "customers"]  # no threshold column
+        assert [tuple(r) for r in rows] == kept
+
+    # Sums and averages of the configured columns, with a dimension filter.
+    rows, _ = in_room(floe, advertiser, "SELECT e.campaign, round(avg(c.ltv), 2), sum(e.spend) FROM customers c "
+                                        "JOIN exposures e ON c.email = e.email WHERE c.segment = 'gold' GROUP BY e.campaign ORDER BY 1")
+    gold = {i for i, _, s, _ in CUSTOMERS if s == "gold"}
+    spring = [(i, e) for i, e, c, _ in EXPOSURES if c == "spring"]
+    joined = [(cid, ltv) for cid, em, s, ltv in CUSTOMERS if cid in gold for _, e2 in spring if e2 == em]
+    assert rows == [("spring", round(sum(v for _, v in joined) / len(joined), 2), 1.5 * len(joined))]
+
+
+ADVERSARIAL = [
+    ("SELECT * FROM customers", "aggregate outputs"),
+    ("SELECT customer_id FROM customers", "aggregate outputs"),
+    ("SELECT email, count(*) FROM customers GROUP BY email", "group by dimensions"),
+    ("SELECT count(*) FROM customers c JOIN exposures e ON c.segment = e.campaign", "joins on allowed join keys"),
+    ("SELECT count(*) FROM customers c LEFT JOIN exposures e ON c.email = e.email", "joins on allowed join keys"),
+    ("SELECT count(*) FROM (SELECT * FROM customers) s", "aggregation queries only"),
+    ("SELECT count(*) FROM customers WHERE segment IN (SELECT campaign FROM exposures)", "aggregation queries only"),
+    ("WITH x AS (SELECT * FROM customers) SELECT count(*) FROM x", "aggregation queries only"),
+    ("SELECT segment, count(*), row_number() OVER () FROM customers GROUP BY segment", "aggregation queries only"),
+    ("SELECT count(*) FROM customers UNION SELECT count(*) FROM exposures", "aggregation queries only"),
+    ("SELECT segment, count(*) FROM customers GROUP BY segment ORDER BY customer_id LIMIT 1", "aggregate outputs"),
+    ("SELECT segment, count(*) FROM customers GROUP BY segment ORDER BY 2 LIMIT 1", "ordering"),
+    ("SELECT count(*) FROM customers AT (VERSION => 1)", "configured tables only"),
+    ("SELECT count(*) FROM cr_retail.customers", "configured tables only"),
+    ("SELECT count(*) FROM orders", "configured tables only"),
+    ("SELECT count(*) FROM read_parquet('/etc/passwd')", "configured tables only"),
+    ("SELECT max(customer_id) FROM customers", "function allowlist"),
+    ("SELECT sum(CASE WHEN customer_id = 7 THEN ltv END) FROM customers", "function allowlist"),
+    ("SELECT count(*) FROM customers WHERE email = 'u7@example.com'", "filter dimensions with literals"),
+    ("SELECT count(*) FROM customers WHERE CAST(segment AS INTEGER) = 1", "filter dimensions with literals"),
+    ("DELETE FROM customers", "aggregation queries only"),
+    ("DROP TABLE customers", "aggregation queries only"),
+]
+
+
+@pytest.mark.parametrize("sql,rule", ADVERSARIAL, ids=[a[0][:60] for a in ADVERSARIAL])
+def test_adversarial_queries_are_refused(floe, room, sql, rule) -> None:
+    _, advertiser = room
+    with pytest.raises(psycopg.errors.InsufficientPrivilege) as e:
+        in_room(floe, advertiser, sql)
+    msg = str(e.value)
+    assert f"clean room rule ({rule})" in msg, msg
+    assert "u7@example.com" not in msg and "@example.com" not in msg
+
+
+def test_errors_while_running_quote_no_data(floe, room) -> None:
+    """A comparison that fails while reading (a segment is no number) is
+    withheld: DuckDB's message would quote the segment values."""
+    _, advertiser = room
+    with pytest.raises(psycopg.Error) as e:
+        in_room(floe, advertiser, "SELECT count(*) FROM customers WHERE segment = 5")
+    msg = str(e.value)
+    assert "details withheld" in msg, msg
+    for seg in ("gold", "silver", "bronze"):
+        assert seg not in msg
+
+
+def test_outside_the_collaboration_neither_reads_the_other(floe, room) -> None:
+    retailer, advertiser = room
+    for party, other in ((advertiser, "cr_retail.customers"), (retailer, "cr_ads.exposures")):
+        with connect(floe, party.name, party.token) as conn:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(f"SELECT count(*) FROM {other}")
+            # Leaving the collaboration (RESET) takes its rights away too.
+            conn.execute("SET floe.collaboration = 'overlap'")
+            conn.execute("RESET floe.collaboration")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(f"SELECT count(*) FROM {other}")
+    # A principal who is not a member cannot enter it.
+    outsider = Party(floe, "cr_outsider")
+    with connect(floe, outsider.name, outsider.token) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as e:
+            conn.execute("SET floe.collaboration = 'overlap'")
+        assert "not a member" in str(e.value)
+    r = cli(floe, outsider.credential, "cleanroom", "log", "overlap", check=False)
+    assert r.returncode != 0 and "not a member" in r.stderr
+
+
+def test_query_log_is_visible_to_both_members(floe, room) -> None:
+    retailer, advertiser = room
+    rows, _ = in_room(floe, advertiser, OVERLAP)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        in_room(floe, advertiser, "SELECT customer_id FROM customers")
+    for party in (retailer, advertiser):
+        log = json.loads(cli(floe, party.credential, "cleanroom", "log", "overlap", "--json", "--limit", "1000").stdout)["queries"]
+        mine = [q for q in log if q["member"] == advertiser.name]
+        ok = next(q for q in mine if q["sql"] == OVERLAP and q["outcome"] == "success")
+        assert ok["rows"] == len(rows) and ok["suppressed"] == 1
+        denied = next(q for q in mine if q["sql"] == "SELECT customer_id FROM customers")
+        assert denied["outcome"] == "denied" and denied["error"].startswith("42501 clean room rule")
+        assert any(q["member"] == retailer.name for q in log)  # the retailer's own queries too
+    text = cli(floe, retailer.credential, "cleanroom", "log", "overlap").stdout
+    assert "SUPPRESSED" in text and advertiser.name in text
