@@ -221,8 +221,15 @@ func TestEndToEndSQLForeignTables(t *testing.T) {
 	if got, err := pairs(t, admin, "SELECT count(*), sum(amount) FROM sales.orders"); err != nil || got[0] != [2]int64{4, 125} {
 		t.Fatalf("local table during the outage: %v, %v", got, err)
 	}
+	if r := local.Do(t, "GET", "/v1/acme/namespaces/crm/tables/accounts", nil); r.Status != http.StatusServiceUnavailable ||
+		!strings.Contains(string(r.Body), "acme") {
+		t.Fatalf("REST loadTable during the outage: %d %s", r.Status, r.Body)
+	}
 	proxy.down.Store(false)
 	if got, err := pairs(t, admin, joinQuery); err != nil || len(got) != 2 {
 		t.Fatalf("after the remote is back: %v, %v", got, err)
+	}
+	if r := local.Do(t, "GET", "/v1/acme/namespaces/crm/tables/accounts", nil); r.Status != http.StatusOK {
+		t.Fatalf("REST loadTable after the remote is back: %d %s", r.Status, r.Body)
 	}
 }
