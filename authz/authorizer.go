@@ -3,6 +3,9 @@ package authz
 import (
 	"context"
 	"fmt"
+	"github.com/floe-lake/floe/internal/spans"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"maps"
 	"slices"
@@ -160,12 +163,27 @@ func (a *Authorizer) PolicyAt(ctx context.Context, v int64) (*Policy, error) {
 }
 
 // Check loads the current policy and checks sub's priv on s (see Policy.Check).
-func (a *Authorizer) Check(ctx context.Context, sub Subject, priv Privilege, s Securable) error {
+func (a *Authorizer) Check(ctx context.Context, sub Subject, priv Privilege, s Securable) (err error) {
+	if spans.On(ctx) {
+		var span trace.Span
+		ctx, span = spans.Start(ctx, "authz.check")
+		defer func() { endCheck(span, priv, err) }()
+	}
 	p, err := a.Policy(ctx)
 	if err != nil {
 		return err
 	}
 	return p.Check(sub, priv, s)
+}
+
+// endCheck ends an authz.check span with the privilege and the decision.
+func endCheck(span trace.Span, priv Privilege, err error) {
+	decision := "allow"
+	if err != nil {
+		decision = "deny"
+	}
+	span.SetAttributes(attribute.String("floe.authz.privilege", string(priv)), attribute.String("floe.authz.decision", decision))
+	span.End()
 }
 
 // Grant validates and normalizes g (canonical tag expression, sorted filter
