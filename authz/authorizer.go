@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/floe-lake/floe/internal/spans"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"maps"
 	"slices"
@@ -164,11 +163,8 @@ func (a *Authorizer) PolicyAt(ctx context.Context, v int64) (*Policy, error) {
 
 // Check loads the current policy and checks sub's priv on s (see Policy.Check).
 func (a *Authorizer) Check(ctx context.Context, sub Subject, priv Privilege, s Securable) (err error) {
-	if spans.On(ctx) {
-		var span trace.Span
-		ctx, span = spans.Start(ctx, "authz.check")
-		defer func() { endCheck(span, priv, err) }()
-	}
+	end := TraceCheck(ctx, priv)
+	defer func() { end(err) }()
 	p, err := a.Policy(ctx)
 	if err != nil {
 		return err
@@ -176,15 +172,26 @@ func (a *Authorizer) Check(ctx context.Context, sub Subject, priv Privilege, s S
 	return p.Check(sub, priv, s)
 }
 
-// endCheck ends an authz.check span with the privilege and the decision.
-func endCheck(span trace.Span, priv Privilege, err error) {
-	decision := "allow"
-	if err != nil {
-		decision = "deny"
+// TraceCheck starts an authz.check span under the span ctx carries and
+// returns the function that ends it with the privilege and the decision
+// (allow when its error is nil, else deny). With tracing off it starts
+// nothing and returns a function that does nothing.
+func TraceCheck(ctx context.Context, priv Privilege) func(error) {
+	if !spans.On(ctx) {
+		return noCheckSpan
 	}
-	span.SetAttributes(attribute.String("floe.authz.privilege", string(priv)), attribute.String("floe.authz.decision", decision))
-	span.End()
+	_, span := spans.Start(ctx, "authz.check")
+	return func(err error) {
+		decision := "allow"
+		if err != nil {
+			decision = "deny"
+		}
+		span.SetAttributes(attribute.String("floe.authz.privilege", string(priv)), attribute.String("floe.authz.decision", decision))
+		span.End()
+	}
 }
+
+func noCheckSpan(error) {}
 
 // Grant validates and normalizes g (canonical tag expression, sorted filter
 // columns, ID from its content), stores it and returns it. A zero CreatedAt

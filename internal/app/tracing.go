@@ -39,3 +39,7 @@ func (a *App) requestTracer() trace.Tracer { return a.tracer.Tracer }
 
 // stopTracer flushes buffered spans and stops the exporter.
 func (a *App) stopTracer(ctx context.Context) error { return a.tracer.Shutdown(ctx) }
+
+// Tracing reports whether this node traces (an endpoint or a span
+// processor is configured).
+func (a *App) Tracing() bool { return a.tracer.Tracer != nil }
