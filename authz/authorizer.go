@@ -3,6 +3,8 @@ package authz
 import (
 	"context"
 	"fmt"
+	"github.com/floe-lake/floe/internal/spans"
+	"go.opentelemetry.io/otel/attribute"
 	"log/slog"
 	"maps"
 	"slices"
@@ -160,13 +162,36 @@ func (a *Authorizer) PolicyAt(ctx context.Context, v int64) (*Policy, error) {
 }
 
 // Check loads the current policy and checks sub's priv on s (see Policy.Check).
-func (a *Authorizer) Check(ctx context.Context, sub Subject, priv Privilege, s Securable) error {
+func (a *Authorizer) Check(ctx context.Context, sub Subject, priv Privilege, s Securable) (err error) {
+	end := TraceCheck(ctx, priv)
+	defer func() { end(err) }()
 	p, err := a.Policy(ctx)
 	if err != nil {
 		return err
 	}
 	return p.Check(sub, priv, s)
 }
+
+// TraceCheck starts an authz.check span under the span ctx carries and
+// returns the function that ends it with the privilege and the decision
+// (allow when its error is nil, else deny). With tracing off it starts
+// nothing and returns a function that does nothing.
+func TraceCheck(ctx context.Context, priv Privilege) func(error) {
+	if !spans.On(ctx) {
+		return noCheckSpan
+	}
+	_, span := spans.Start(ctx, "authz.check")
+	return func(err error) {
+		decision := "allow"
+		if err != nil {
+			decision = "deny"
+		}
+		span.SetAttributes(attribute.String("floe.authz.privilege", string(priv)), attribute.String("floe.authz.decision", decision))
+		span.End()
+	}
+}
+
+func noCheckSpan(error) {}
 
 // Grant validates and normalizes g (canonical tag expression, sorted filter
 // columns, ID from its content), stores it and returns it. A zero CreatedAt

@@ -100,7 +100,9 @@ func (h *Handler) dropper(r *http.Request, wh string, id catalog.Ident) (*http.R
 }
 
 // require returns nil if the caller holds priv on s, else the denial.
-func (h *Handler) require(r *http.Request, priv authz.Privilege, s authz.Securable) error {
+func (h *Handler) require(r *http.Request, priv authz.Privilege, s authz.Securable) (err error) {
+	end := authz.TraceCheck(r.Context(), priv)
+	defer func() { end(err) }()
 	c, err := h.caller(r)
 	if err != nil || c.unrestricted {
 		return err

@@ -104,6 +104,7 @@ func (a *App) observeHTTP(h http.Handler, ds bool, shareCat bool) http.Handler {
 		Route:    oauthRoute,
 		Recorder: a.recorder(),
 		Logger:   a.log,
+		Tracer:   a.requestTracer(),
 	})
 }
 
@@ -140,5 +141,5 @@ func oauthRoute(r *http.Request) string {
 // observeS3 wraps the S3 listener's handler; the route is the operation
 // name, which the access hook (auditObject) reports.
 func (a *App) observeS3(h http.Handler) http.Handler {
-	return obs.Middleware(h, obs.Options{Name: "s3", Recorder: a.recorder(), Logger: a.log})
+	return obs.Middleware(h, obs.Options{Name: "s3", Recorder: a.recorder(), Logger: a.log, Tracer: a.requestTracer()})
 }

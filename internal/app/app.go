@@ -21,6 +21,7 @@ import (
 	"github.com/floe-lake/floe/internal/keywrap"
 	"github.com/floe-lake/floe/internal/metrics"
 	"github.com/floe-lake/floe/internal/netlimit"
+	"github.com/floe-lake/floe/internal/tracing"
 	"github.com/floe-lake/floe/maint"
 	"github.com/floe-lake/floe/oauth"
 	"github.com/floe-lake/floe/objstore/bucket"
@@ -111,7 +112,9 @@ type App struct {
 
 	// metrics is the node's registry (nil when admin_listen is off; see
 	// admin.go); adminSrv and adminLn serve it.
-	metrics  *metrics.Metrics
+	metrics *metrics.Metrics
+	// tracer is the node's tracer (zero when tracing is off; see tracing.go).
+	tracer   tracing.Tracer
 	adminSrv *netlimit.Server
 	adminLn  net.Listener
 
@@ -143,12 +146,16 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 	}
 	a := &App{cfg: cfg, log: log}
 	a.newMetrics()
+	if err := a.newTracer(ctx); err != nil {
+		return nil, err
+	}
 	sopts := sqlstore.Options{Logger: log}
 	if a.metrics != nil {
 		sopts.Observe = a.metrics.StoreQuery
 	}
 	st, err := sqlstore.Open(ctx, cfg.Store, sopts)
 	if err != nil {
+		_ = a.stopTracer(ctx)
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	a.store = st
@@ -157,6 +164,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 			a.runtimeForeign.stop()
 		}
 		_ = st.Close()
+		_ = a.stopTracer(ctx)
 		return nil, err
 	}
 	return a, nil
@@ -473,5 +481,7 @@ func (a *App) Close(ctx context.Context) error {
 		errs = append(errs, a.rowFilters.Close())
 	}
 	errs = append(errs, a.store.Close())
+	// Last: flush the spans of everything above.
+	errs = append(errs, a.stopTracer(ctx))
 	return errors.Join(errs...)
 }

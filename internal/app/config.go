@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"gopkg.in/yaml.v3"
 
 	"github.com/floe-lake/floe/catalog"
@@ -225,6 +226,21 @@ type Config struct {
 	// 127.0.0.1:9090; "off" or "" disables it, and with it metrics
 	// collection).
 	AdminListen string `yaml:"admin_listen"`
+	// TracingOTLPEndpoint turns OpenTelemetry tracing on and sends spans
+	// to this OTLP/HTTP endpoint (env FLOE_TRACING_OTLP_ENDPOINT; e.g.
+	// http://collector:4318, to which /v1/traces is added when the URL has
+	// no path). Unset, the standard OTEL_EXPORTER_OTLP_ENDPOINT or
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT turns it on; with neither,
+	// tracing is off.
+	TracingOTLPEndpoint string `yaml:"tracing_otlp_endpoint"`
+	// TracingSampleRatio samples this fraction of new traces, in (0, 1]
+	// (env FLOE_TRACING_SAMPLE_RATIO); a sampled incoming traceparent is
+	// always followed. 0 (default): OTEL_TRACES_SAMPLER decides, and
+	// without it every trace is sampled.
+	TracingSampleRatio float64 `yaml:"tracing_sample_ratio"`
+	// SpanProcessor, when set, receives every span whatever the endpoint
+	// (tests use the SDK's in-memory recorder); it has no YAML or env form.
+	SpanProcessor sdktrace.SpanProcessor `yaml:"-"`
 	// SQLTLSCert and SQLTLSKey are PEM files of the SQL endpoint's TLS
 	// certificate and key (env FLOE_SQL_TLS_CERT, FLOE_SQL_TLS_KEY); without
 	// them clients must connect over loopback to send a token.
@@ -586,6 +602,14 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	str("FLOE_STS_ENDPOINT", &c.S3.STSEndpoint)
 	str("FLOE_SQL_LISTEN", &c.SQLListen)
 	str("FLOE_ADMIN_LISTEN", &c.AdminListen)
+	str("FLOE_TRACING_OTLP_ENDPOINT", &c.TracingOTLPEndpoint)
+	if v := getenv("FLOE_TRACING_SAMPLE_RATIO"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || r < 0 || r > 1 {
+			return fmt.Errorf("FLOE_TRACING_SAMPLE_RATIO %q: want a number in [0, 1]", v)
+		}
+		c.TracingSampleRatio = r
+	}
 	str("FLOE_SQL_TLS_CERT", &c.SQLTLSCert)
 	str("FLOE_SQL_TLS_KEY", &c.SQLTLSKey)
 	str("FLOE_SQL_MEMORY_LIMIT", &c.SQLMemoryLimit)

@@ -75,6 +75,7 @@ func (a *App) startSQL(ctx context.Context) error {
 	tlsConfig := a.tls.sql
 	srv, err := pgwire.New(pgwire.Options{
 		Engine:                  eng,
+		Tracer:                  a.requestTracer(),
 		Authenticator:           sqlAuth{a: a},
 		TLSConfig:               tlsConfig,
 		Logger:                  a.log,

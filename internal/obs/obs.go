@@ -13,6 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/floe-lake/floe/internal/spans"
 )
 
 // Other is the route label of a request whose route is unknown (no route
@@ -87,6 +94,9 @@ type Options struct {
 	Recorder Recorder
 	// Logger receives one info line per request; nil: none.
 	Logger *slog.Logger
+	// Tracer starts one server span per request, continuing a W3C
+	// traceparent the request carries; nil: no tracing.
+	Tracer trace.Tracer
 }
 
 // Middleware serves next, then records the request and logs one line at
@@ -97,6 +107,11 @@ func Middleware(next http.Handler, o Options) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ctx, in := WithInfo(r.Context())
+		var span trace.Span
+		if o.Tracer != nil {
+			ctx = propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header))
+			ctx, span = o.Tracer.Start(ctx, "HTTP "+Method(r.Method), trace.WithSpanKind(trace.SpanKindServer))
+		}
 		rec := &recorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r.WithContext(ctx))
 		d := time.Since(start)
@@ -119,12 +134,11 @@ func Middleware(next http.Handler, o Options) http.Handler {
 		if o.Recorder != nil {
 			o.Recorder.ObserveRequest(q)
 		}
+		if span != nil {
+			endRequestSpan(span, w.Header(), in, q)
+		}
 		if o.Logger != nil && o.Logger.Enabled(ctx, slog.LevelInfo) {
-			h := w.Header()
-			rid := h.Get("X-Request-Id")
-			if rid == "" {
-				rid = h.Get("X-Amz-Request-Id")
-			}
+			rid := requestID(w.Header())
 			attrs := make([]slog.Attr, 0, 7)
 			attrs = append(attrs, slog.String("request_id", rid))
 			if in.Principal != "" {
@@ -136,6 +150,34 @@ func Middleware(next http.Handler, o Options) http.Handler {
 			o.Logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 		}
 	})
+}
+
+// requestID is the request id a layer put in the answer's headers.
+func requestID(h http.Header) string {
+	if rid := h.Get("X-Request-Id"); rid != "" {
+		return rid
+	}
+	return h.Get("X-Amz-Request-Id")
+}
+
+// endRequestSpan names a request's span after its route and sets its
+// attributes: method, route, status, listener, request id, principal.
+func endRequestSpan(span trace.Span, h http.Header, in *Info, q Request) {
+	if span.IsRecording() {
+		span.SetName(q.Method + " " + q.Route)
+		attrs := make([]attribute.KeyValue, 0, 6)
+		attrs = append(attrs, attribute.String("http.request.method", q.Method), attribute.String("http.route", q.Route),
+			attribute.Int("http.response.status_code", q.Status), spans.AttrListener.String(q.Listener),
+			spans.AttrRequestID.String(requestID(h)))
+		if in.Principal != "" {
+			attrs = append(attrs, spans.AttrPrincipal.String(in.Principal))
+		}
+		span.SetAttributes(attrs...)
+		if q.Status >= 500 {
+			span.SetStatus(codes.Error, "")
+		}
+	}
+	span.End()
 }
 
 // Method returns m when it is a standard HTTP method, else Other.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/floe-lake/floe/internal/spans"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"os"
 	"strconv"
@@ -106,7 +109,13 @@ type Object struct {
 
 // Get opens bucket/key for reading. Failed conditions return NotModified
 // (304) or PreconditionFailed (412); an unsatisfiable range InvalidRange.
-func (s *Store) Get(ctx context.Context, bucket, key string, o GetOptions) (*Object, error) {
+func (s *Store) Get(ctx context.Context, bucket, key string, o GetOptions) (_ *Object, err error) {
+	if spans.On(ctx) {
+		var span trace.Span
+		ctx, span = spans.Start(ctx, "object.get")
+		span.SetAttributes(attrBucket.String(bucket))
+		defer func() { spans.End(span, err) }()
+	}
 	b, err := s.lookup(bucket, key)
 	if err != nil {
 		return nil, err
@@ -163,7 +172,13 @@ func (s *Store) openBody(ctx context.Context, f *os.File, fi fileInfo, o GetOpti
 }
 
 // Head returns the object's info, checking the conditions as Get does.
-func (s *Store) Head(ctx context.Context, bucket, key string, o GetOptions) (ObjectInfo, error) {
+func (s *Store) Head(ctx context.Context, bucket, key string, o GetOptions) (_ ObjectInfo, err error) {
+	if spans.On(ctx) {
+		var span trace.Span
+		ctx, span = spans.Start(ctx, "object.head")
+		span.SetAttributes(attrBucket.String(bucket))
+		defer func() { spans.End(span, err) }()
+	}
 	b, err := s.lookup(bucket, key)
 	if err != nil {
 		return ObjectInfo{}, err
@@ -364,3 +379,7 @@ type writerOnly struct{ io.Writer }
 
 // readerOnly hides optional interfaces (WriteTo) of a reader.
 type readerOnly struct{ io.Reader }
+
+// attrBucket is the bucket of an object.* span. Keys are not recorded: a
+// partition value in a path may be data.
+const attrBucket = attribute.Key("floe.bucket")

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/floe-lake/floe/internal/spans"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"os"
 	"slices"
@@ -47,7 +49,13 @@ type ListResult struct {
 //
 // With a cold tier, both trees are listed and merged: an object that is in
 // both (during a move) is listed once, with the bucket root's info.
-func (s *Store) List(ctx context.Context, bucket string, o ListOptions) (ListResult, error) {
+func (s *Store) List(ctx context.Context, bucket string, o ListOptions) (_ ListResult, err error) {
+	if spans.On(ctx) {
+		var span trace.Span
+		ctx, span = spans.Start(ctx, "object.list")
+		span.SetAttributes(attrBucket.String(bucket))
+		defer func() { spans.End(span, err) }()
+	}
 	b, err := s.bucket(bucket)
 	if err != nil {
 		return ListResult{}, err

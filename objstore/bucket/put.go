@@ -6,6 +6,8 @@ import (
 	"crypto/md5" //nolint:gosec // Content-MD5 is an integrity check the client asks for, not a security boundary.
 	"errors"
 	"fmt"
+	"github.com/floe-lake/floe/internal/spans"
+	"go.opentelemetry.io/otel/trace"
 	"hash"
 	"io"
 	"os"
@@ -271,7 +273,13 @@ func (s *Store) seal(st *staged, m *meta) error {
 
 // Put stores body as bucket/key, atomically: readers see the old object or
 // the new one, never part of one.
-func (s *Store) Put(ctx context.Context, bucket, key string, body io.Reader, o PutOptions) (ObjectInfo, error) {
+func (s *Store) Put(ctx context.Context, bucket, key string, body io.Reader, o PutOptions) (_ ObjectInfo, err error) {
+	if spans.On(ctx) {
+		var span trace.Span
+		ctx, span = spans.Start(ctx, "object.put")
+		span.SetAttributes(attrBucket.String(bucket))
+		defer func() { spans.End(span, err) }()
+	}
 	b, err := s.lookup(bucket, key)
 	if err != nil {
 		return ObjectInfo{}, err

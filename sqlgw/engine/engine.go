@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/floe-lake/floe/internal/spans"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"maps"
@@ -549,16 +551,18 @@ type selectStmt struct {
 
 // plan resolves the statement's tables and prepares the rewritten query
 // with DuckDB, unless the views are the same as last time.
-func (st *selectStmt) plan(ctx context.Context) error {
+func (st *selectStmt) plan(ctx context.Context) (err error) {
+	if spans.On(ctx) {
+		var span trace.Span
+		ctx, span = spans.Start(ctx, "sql.plan")
+		defer func() { spans.End(span, err) }()
+	}
 	ss := st.ss
 	var stmt node
 	if err := unmarshalTree(st.tree, &stmt); err != nil {
 		return err
 	}
-	var (
-		a   *analysis
-		err error
-	)
+	var a *analysis
 	if st.room != "" {
 		a, err = ss.analyzeRoom(ctx, st.room, stmt)
 	} else {

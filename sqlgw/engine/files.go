@@ -4,6 +4,8 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"github.com/floe-lake/floe/internal/spans"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"os"
 	"strconv"
@@ -304,7 +306,12 @@ func (c *fileCache) pinned(ctx context.Context, key string, ps *pinSet, load fun
 }
 
 // load copies an object of src into a new memfd.
-func (c *fileCache) load(ctx context.Context, src ObjectSource, location string) (*cachedFile, error) {
+func (c *fileCache) load(ctx context.Context, src ObjectSource, location string) (_ *cachedFile, err error) {
+	if spans.On(ctx) {
+		var span trace.Span
+		ctx, span = spans.Start(ctx, "sql.read_file")
+		defer func() { spans.End(span, err) }()
+	}
 	body, size, err := src.Open(ctx, location)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/floe-lake/floe/internal/spans"
+	"go.opentelemetry.io/otel/trace"
 	"maps"
 	"slices"
 	"strconv"
@@ -46,7 +48,12 @@ func (e *Engine) identOf(path []string) (string, catalog.Ident) {
 
 // resolve checks the caller's access to a referenced table, plans its
 // files at the requested snapshot and returns its view.
-func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *pinSet) (*resolved, error) {
+func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *pinSet) (_ *resolved, err error) {
+	if spans.On(ctx) {
+		var span trace.Span
+		ctx, span = spans.Start(ctx, "sql.resolve_table")
+		defer func() { spans.End(span, err) }()
+	}
 	wh, id := e.identOf(ref.path)
 	if err := id.Namespace.Validate(); err != nil {
 		return nil, &pgwire.Error{Code: pgwire.CodeUndefinedTable, Message: fmt.Sprintf("relation %q does not exist", strings.Join(ref.path, "."))}
@@ -192,7 +199,12 @@ type planKey struct {
 // only those that may hold rows matching filter when it is not nil. A
 // snapshot that references a file outside the table's location is refused
 // (Forbidden, SQLSTATE 42501).
-func (e *Engine) planFiles(ctx context.Context, tbl *table.Table, snapshot int64, filter iceberg.BooleanExpression) ([]table.FileScanTask, error) {
+func (e *Engine) planFiles(ctx context.Context, tbl *table.Table, snapshot int64, filter iceberg.BooleanExpression) (_ []table.FileScanTask, err error) {
+	if spans.On(ctx) {
+		var span trace.Span
+		ctx, span = spans.Start(ctx, "sql.plan_files")
+		defer func() { spans.End(span, err) }()
+	}
 	key := planKey{table: scopeOf(ctx).key(tbl.Metadata().TableUUID().String()), snapshot: snapshot}
 	opts := []table.ScanOption{table.WithSnapshotID(snapshot)}
 	if filter != nil {

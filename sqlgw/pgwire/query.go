@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/floe-lake/floe/internal/spans"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -24,6 +29,8 @@ type prepared struct {
 	params []uint32
 	cols   []Column
 	refs   int
+	// text is the statement's SQL (its first keyword names its spans).
+	text string
 }
 
 // portal is a bound statement; res is set by its first Execute.
@@ -244,9 +251,11 @@ func (c *conn) simpleQuery(sql string) error {
 
 // runSimple prepares and runs one statement of a simple query with text
 // results; it returns the statement's context for error reporting.
-func (c *conn) runSimple(sql string) (context.Context, error) {
+func (c *conn) runSimple(sql string) (_ context.Context, err error) {
 	qctx, cancel := c.statementContext()
 	defer cancel(nil)
+	qctx, span := c.startSpan(qctx, "sql.query", sql)
+	defer func() { endSpan(span, err) }()
 	c.setRunning(cancel)
 	defer c.setRunning(nil)
 	st, err := c.srv.opts.Engine.Prepare(qctx, c.sess, sql, nil)
@@ -414,9 +423,12 @@ func (c *conn) parse(m *pgproto3.Parse) error {
 	}
 	p := &prepared{name: m.Name, refs: 1}
 	if len(stmts) == 1 {
+		p.text = stmts[0]
 		qctx, cancel := c.statementContext()
 		c.setRunning(cancel)
-		st, err := c.srv.opts.Engine.Prepare(qctx, c.sess, stmts[0], m.ParameterOIDs)
+		sctx, span := c.startSpan(qctx, "sql.prepare", stmts[0])
+		st, err := c.srv.opts.Engine.Prepare(sctx, c.sess, stmts[0], m.ParameterOIDs)
+		endSpan(span, err)
 		c.setRunning(nil)
 		if err != nil {
 			err = c.wireError(err, qctx)
@@ -553,7 +565,9 @@ func (c *conn) execute(m *pgproto3.Execute) error {
 	c.setRunning(pt.cancel)
 	defer c.setRunning(nil)
 	if pt.res == nil {
-		res, err := pt.stmt.st.Execute(pt.ctx, pt.args)
+		sctx, span := c.startSpan(pt.ctx, "sql.execute", pt.stmt.text)
+		res, err := pt.stmt.st.Execute(sctx, pt.args)
+		endSpan(span, err)
 		if err != nil {
 			err = c.wireError(err, pt.ctx)
 			c.dropPortal(m.Portal)
@@ -629,5 +643,36 @@ func (c *conn) closeAll() {
 	c.closePortals()
 	for name := range c.stmts {
 		c.dropStatement(name)
+	}
+}
+
+// startSpan starts the root span of one statement (sql.query) or of one
+// phase of an extended-protocol statement (sql.prepare, sql.execute) when
+// tracing is on; span is nil when it is off. The span names the
+// statement's first keyword, never its text (literals may be data; the
+// audit log has the text).
+func (c *conn) startSpan(ctx context.Context, name, sql string) (context.Context, trace.Span) {
+	if c.srv.opts.Tracer == nil {
+		return ctx, nil
+	}
+	ctx, span := c.srv.opts.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
+	if span.IsRecording() {
+		op := strings.TrimSpace(sql)
+		if i := strings.IndexFunc(op, func(r rune) bool { return !unicode.IsLetter(r) }); i >= 0 {
+			op = op[:i]
+		}
+		if len(op) > 16 {
+			op = op[:16]
+		}
+		span.SetAttributes(attribute.String("db.system.name", "postgresql"),
+			attribute.String("db.operation.name", strings.ToUpper(op)), attribute.String("floe.sql.user", c.sess.User))
+	}
+	return ctx, span
+}
+
+// endSpan ends a span from startSpan (nil: none), marking it failed on err.
+func endSpan(span trace.Span, err error) {
+	if span != nil {
+		spans.End(span, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -47,6 +48,9 @@ type Options struct {
 	RequireTLS bool
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
+	// Tracer starts one span per statement (or per prepare and execute of
+	// the extended protocol); nil: no tracing.
+	Tracer trace.Tracer
 	// MaxMessageSize bounds one frontend message after login (default
 	// DefaultMaxMessageSize); larger messages end the connection. pgwire
 	// allocates a message's buffer from its length prefix, so this bounds

@@ -29,6 +29,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/floe-lake/floe/internal/spans"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"math/rand/v2"
 	"runtime"
@@ -290,6 +292,11 @@ func (c conn) query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 	if c.observe != nil {
 		defer c.observed(time.Now())
 	}
+	if c.tx == nil && spans.On(ctx) {
+		var span trace.Span
+		ctx, span = spans.Start(ctx, "store.read")
+		defer span.End()
+	}
 	return c.q.QueryContext(ctx, c.d.rebind(query), args...)
 }
 
@@ -303,6 +310,11 @@ func (c conn) queryRow(ctx context.Context, query string, args ...any) *sql.Row 
 	}
 	if c.observe != nil {
 		defer c.observed(time.Now())
+	}
+	if c.tx == nil && spans.On(ctx) {
+		var span trace.Span
+		ctx, span = spans.Start(ctx, "store.read")
+		defer span.End()
 	}
 	return c.q.QueryRowContext(ctx, query, args...)
 }
@@ -329,7 +341,12 @@ func (s *Store) read() conn {
 // transaction aborted by a serialization failure or deadlock is run again,
 // so fn may be called more than once. Errors that fn returns as *floe.Error
 // are returned unchanged; any other failure is reported by s.fail.
-func (s *Store) write(ctx context.Context, op string, fn func(c conn) error) error {
+func (s *Store) write(ctx context.Context, op string, fn func(c conn) error) (err error) {
+	if spans.On(ctx) {
+		var span trace.Span
+		ctx, span = spans.Start(ctx, "store.write "+op)
+		defer func() { spans.End(span, err) }()
+	}
 	if s.observe != nil {
 		start := time.Now()
 		defer func() { s.observe(op, time.Since(start)) }()
