@@ -193,6 +193,9 @@ func (a *App) init(ctx context.Context) error {
 	// The export to system.audit reads the records this node just stored
 	// from memory, and starts early once a batch's worth is waiting.
 	a.auditTail = audit.NewTail(a.store, 0, 0, auditTailWake)
+	if a.cfg.AuditExportInterval > 0 {
+		a.metrics.PendingAuditRecords(func() int { n, _ := a.auditTail.Len(); return n })
+	}
 	a.audit = audit.New(a.store, audit.Options{Logger: a.log, Signer: a.auth, Tail: a.auditTail})
 	a.events = audit.NewAsync(a.audit, audit.AsyncOptions{Logger: a.log, Observe: a.metrics.AuditWriteLag})
 	if err := a.openRevocations(ctx); err != nil {

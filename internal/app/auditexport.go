@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/floe-lake/floe/audit"
+	"time"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -50,6 +51,9 @@ func (a *App) newAuditExporter(ctx context.Context) (*auditExporter, error) {
 		Leases:    a.store,
 		Logger:    a.log,
 		Wake:      wake,
+		Observe: func(r auditexport.Result, err error) {
+			a.metrics.AuditExport(r.Records, r.LastSeq, time.Now(), err)
+		},
 	}), nil
 }
 

@@ -326,3 +326,32 @@ func TestRequestLog(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsAuditExport: with the export to system.audit on, its runs,
+// the records it appended, its watermark, the time of its last success and
+// the records still waiting show in /metrics.
+func TestMetricsAuditExport(t *testing.T) {
+	f := testkit.Start(t, func(c *app.Config) { c.AuditExportInterval = 100 * time.Millisecond })
+	f.CreateTable(t, "m", "t")
+	for range 3 {
+		if r := f.Do(t, "GET", f.P("/namespaces/m/tables/t"), nil); r.Status != 200 {
+			t.Fatalf("loadTable: %d", r.Status)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got := scrape(t, f)
+		runs := value(got, "floe_audit_export_runs_total", map[string]string{"result": "success"})
+		exported := value(got, "floe_audit_exported_records_total", nil)
+		mark := value(got, "floe_audit_export_watermark", nil)
+		last := value(got, "floe_audit_export_last_success_timestamp_seconds", nil)
+		if runs >= 1 && exported >= 3 && mark >= exported && last > float64(time.Now().Add(-time.Minute).Unix()) && got["floe_audit_export_pending_records"] != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("export metrics: runs %v, exported %v, watermark %v, last success %v, pending present %v",
+				runs, exported, mark, last, got["floe_audit_export_pending_records"] != nil)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

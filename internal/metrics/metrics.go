@@ -62,6 +62,10 @@ type Metrics struct {
 	maintRuns   *prometheus.CounterVec
 	maintDur    *prometheus.HistogramVec
 	auditLag    prometheus.Histogram
+	exportRuns  *prometheus.CounterVec
+	exported    prometheus.Counter
+	exportMark  prometheus.Gauge
+	exportLast  prometheus.Gauge
 	storeDur    *prometheus.HistogramVec
 	cache       *prometheus.CounterVec
 }
@@ -107,12 +111,20 @@ func New() *Metrics {
 		Help: "Duration of maintenance job runs, by job.", Buckets: durationBuckets}, []string{"job"})
 	m.auditLag = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "floe_audit_write_lag_seconds",
 		Help: "Time from an audit event being recorded to its batch being stored.", Buckets: durationBuckets})
+	m.exportRuns = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_audit_export_runs_total",
+		Help: "Background exports of the audit log to system.audit on this node, by result (success, error)."}, []string{"result"})
+	m.exported = prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_audit_exported_records_total",
+		Help: "Audit records this node appended to system.audit."})
+	m.exportMark = prometheus.NewGauge(prometheus.GaugeOpts{Name: "floe_audit_export_watermark",
+		Help: "Sequence number of the newest audit record in system.audit, as of this node's last export."})
+	m.exportLast = prometheus.NewGauge(prometheus.GaugeOpts{Name: "floe_audit_export_last_success_timestamp_seconds",
+		Help: "Unix time of this node's last successful export of the audit log (time() minus it is the export's lag)."})
 	m.storeDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "floe_store_query_duration_seconds",
 		Help: "Latency of metadata store operations, by operation.", Buckets: durationBuckets}, []string{"op"})
 	m.cache = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_cache_requests_total",
 		Help: "Lookups in Floe's main caches, by cache and result (hit, miss)."}, []string{"cache", "result"})
 	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.commits, m.vended, m.s3Bytes, m.sqlQueries,
-		m.sqlRows, m.maintRuns, m.maintDur, m.auditLag, m.storeDur, m.cache} {
+		m.sqlRows, m.maintRuns, m.maintDur, m.auditLag, m.exportRuns, m.exported, m.exportMark, m.exportLast, m.storeDur, m.cache} {
 		f(c)
 	}
 	return m
@@ -260,6 +272,33 @@ func (m *Metrics) AuditWriteLag(d time.Duration) {
 		return
 	}
 	m.auditLag.Observe(d.Seconds())
+}
+
+// AuditExport records one background export of the audit log: the
+// records it appended and the watermark after it, or its failure.
+func (m *Metrics) AuditExport(records, watermark int64, at time.Time, err error) {
+	if m == nil {
+		return
+	}
+	if err != nil {
+		m.exportRuns.WithLabelValues("error").Inc()
+		return
+	}
+	m.exportRuns.WithLabelValues("success").Inc()
+	m.exported.Add(float64(records))
+	m.exportMark.Set(float64(watermark))
+	m.exportLast.Set(float64(at.UnixNano()) / 1e9)
+}
+
+// PendingAuditRecords registers a gauge of the audit records stored but
+// not yet exported to system.audit that this node holds (pending returns
+// their count), read at each scrape.
+func (m *Metrics) PendingAuditRecords(pending func() int) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "floe_audit_export_pending_records",
+		Help: "Audit records stored on this node and not yet exported to system.audit."}, func() float64 { return float64(pending()) }))
 }
 
 // StoreQuery records the latency of one metadata store operation (op is

@@ -124,6 +124,9 @@ type Options struct {
 	// Wake, if set, starts a background export before the interval has
 	// passed (audit.Tail.Ready: enough records for a batch are waiting).
 	Wake <-chan struct{}
+	// Observe, if set, is told the outcome of every background export
+	// (for metrics).
+	Observe func(Result, error)
 }
 
 // CompactOptions bounds the incremental compaction. Zero values mean the
@@ -189,6 +192,7 @@ type Exporter struct {
 	node     string
 	log      *slog.Logger
 	copts    CompactOptions
+	observe  func(Result, error)
 	now      func() time.Time
 	wake     <-chan struct{}
 
@@ -225,7 +229,7 @@ func New(src Source, cat Catalog, lk *lake.Lake, o Options) *Exporter {
 		o.Node = fmt.Sprintf("%s-%08x", host, rand.Uint32())
 	}
 	return &Exporter{src: src, cat: cat, lk: lk, wh: o.Warehouse, interval: o.Interval, batch: o.BatchSize,
-		bytes: o.BatchBytes, copts: o.Compact.withDefaults(), now: o.Now, leases: o.Leases, node: o.Node, log: o.Logger,
+		bytes: o.BatchBytes, copts: o.Compact.withDefaults(), observe: o.Observe, now: o.Now, leases: o.Leases, node: o.Node, log: o.Logger,
 		wake: o.Wake}
 }
 
@@ -269,6 +273,9 @@ func (e *Exporter) loop(ctx context.Context) {
 			t.Reset(e.interval)
 		}
 		res, err := e.exportLeased(ctx)
+		if e.observe != nil && ctx.Err() == nil {
+			e.observe(res, err)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
