@@ -144,6 +144,8 @@ func TestDocsNameEveryMetric(t *testing.T) {
 	m.SQLQuery("success", 1)
 	m.MaintenanceRun("compact", nil, time.Second)
 	m.AuditWriteLag(time.Millisecond)
+	m.AuditExport(3, 42, time.Now(), nil)
+	m.PendingAuditRecords(func() int { return 7 })
 	m.StoreQuery("read", time.Millisecond)
 	fams, err := m.Registry().Gather()
 	if err != nil {
