@@ -1,8 +1,8 @@
 package mgmtapi_test
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"strings"
