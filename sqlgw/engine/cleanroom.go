@@ -881,6 +881,11 @@ func projectRoom(view string, t *cleanroom.ConfiguredTable, dp bool) string {
 		lo, hi := "CAST("+strconv.FormatFloat(r.Lo, 'g', -1, 64)+" AS DOUBLE)", "CAST("+strconv.FormatFloat(r.Hi, 'g', -1, 64)+" AS DOUBLE)"
 		sel[i] = "CASE WHEN " + q + " < " + lo + " THEN " + lo + " WHEN " + q + " > " + hi + " THEN " + hi + " ELSE CAST(" + q + " AS DOUBLE) END AS " + q
 	}
+	if t.Rule.Bound() == 1 {
+		// One row per identifier: DISTINCT ON hashes once, where the
+		// window would also number the rows.
+		return "SELECT DISTINCT ON (" + quoteIdent(t.Identifier) + ") " + strings.Join(sel, ", ") + " FROM (" + view + ") AS floe_configured"
+	}
 	return "SELECT " + strings.Join(sel, ", ") + " FROM (" + view + ") AS floe_configured QUALIFY row_number() OVER (PARTITION BY " +
 		quoteIdent(t.Identifier) + ") <= " + strconv.Itoa(t.Rule.Bound())
 }
