@@ -14,9 +14,10 @@
 // and the service that stores collaborations and their query logs. It
 // knows nothing of HTTP or the SQL wire protocol.
 //
-// Differential privacy (noise, a privacy budget) is the next slice: the
-// aggregation rule alone does not stop differencing attacks
-// (docs/cleanrooms.md).
+// Differential privacy (Privacy on the collaboration, row bounds and
+// clamping ranges on the rules) adds calibrated noise to every aggregate
+// in the engine, and a privacy budget (Budget, budget.go) charged per
+// query stops differencing attacks up to the budget (docs/cleanrooms.md).
 package cleanroom
 
 import (
