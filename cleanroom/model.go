@@ -14,13 +14,15 @@
 // and the service that stores collaborations and their query logs. It
 // knows nothing of HTTP or the SQL wire protocol.
 //
-// Differential privacy (noise, a privacy budget) is the next slice: the
-// aggregation rule alone does not stop differencing attacks
-// (docs/cleanrooms.md).
+// Differential privacy (Privacy on the collaboration, row bounds and
+// clamping ranges on the rules) adds calibrated noise to every aggregate
+// in the engine, and a privacy budget (Budget, budget.go) charged per
+// query stops differencing attacks up to the budget (docs/cleanrooms.md).
 package cleanroom
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -66,9 +68,81 @@ type Collaboration struct {
 	// ResultReceivers are the members who may run queries and receive
 	// their results; empty: every member.
 	ResultReceivers []string `json:"result_receivers,omitempty"`
+	// Privacy turns differential privacy on for every query of the
+	// collaboration (nil: off). Its budget is kept apart, in the store
+	// (Budget), because queries spend it.
+	Privacy *Privacy `json:"privacy,omitempty"`
 	// Version counts the collaboration's changes, from 1; set by the
 	// service (optimistic concurrency of the store).
 	Version int `json:"version"`
+}
+
+// Mechanisms of differential privacy.
+const (
+	// Laplace adds Laplace noise of scale Δ₁/ε (pure ε-DP).
+	Laplace = "laplace"
+	// Gaussian adds Gaussian noise of standard deviation
+	// Δ·sqrt(2·ln(1.25/δ))/ε ((ε, δ)-DP for ε < 1).
+	Gaussian = "gaussian"
+)
+
+// Privacy is a collaboration's differential privacy: the mechanism and
+// what one query spends of the budget. The charge is split evenly over
+// the noisy values a query computes per output row (docs/cleanrooms.md).
+type Privacy struct {
+	// Mechanism is Laplace or Gaussian.
+	Mechanism string `json:"mechanism"`
+	// Epsilon is what one query charges to the budget.
+	Epsilon float64 `json:"epsilon"`
+	// Delta is the Gaussian mechanism's δ (0 for Laplace).
+	Delta float64 `json:"delta,omitempty"`
+}
+
+// Validate checks a privacy setting.
+func (p *Privacy) Validate() error {
+	if !(p.Epsilon > 0 && p.Epsilon <= MaxEpsilon) {
+		return invalid("privacy: epsilon per query must be above 0 and at most %g", float64(MaxEpsilon))
+	}
+	if p.Epsilon < 1e-6 {
+		return invalid("privacy: epsilon per query must be at least 0.000001 (budgets count in millionths)")
+	}
+	switch p.Mechanism {
+	case Laplace:
+		if p.Delta != 0 {
+			return invalid("privacy: the laplace mechanism takes no delta")
+		}
+	case Gaussian:
+		if !(p.Delta > 0 && p.Delta < 1e-3) {
+			return invalid("privacy: the gaussian mechanism needs 0 < delta < 0.001")
+		}
+		if p.Epsilon >= 1 {
+			return invalid("privacy: the gaussian mechanism's calibration holds for epsilon below 1")
+		}
+	default:
+		return invalid("privacy: mechanism %q: use %q or %q", p.Mechanism, Laplace, Gaussian)
+	}
+	return nil
+}
+
+// MaxEpsilon bounds ε per query and per budget period.
+const MaxEpsilon = 1_000_000
+
+// MaxContributions bounds a rule's per-identifier row bound.
+const MaxContributions = 1000
+
+// Budget is a collaboration's privacy budget: Epsilon per Period, of
+// which Spent is used in the period that began at PeriodStart.
+type Budget struct {
+	Collaboration string        `json:"collaboration"`
+	Epsilon       float64       `json:"epsilon"`
+	Period        time.Duration `json:"-"`
+	// PeriodText is Period as text ("24h0m0s") in JSON.
+	PeriodText  string    `json:"period"`
+	Spent       float64   `json:"spent"`
+	Remaining   float64   `json:"remaining"`
+	PeriodStart time.Time `json:"period_start"`
+	// Refresh is when the budget is restored in full.
+	Refresh time.Time `json:"refresh"`
 }
 
 // Member is a principal of this Floe taking part in a collaboration.
@@ -113,6 +187,26 @@ type ConfiguredTable struct {
 // distinct values of the identifier column (rows below are suppressed).
 type AggregationRule struct {
 	MinIdentifiers int `json:"min_identifiers"`
+	// MaxContributions is, under differential privacy, how many rows one
+	// identifier may contribute: the engine keeps at most this many rows
+	// of each identifier (an arbitrary choice of them) before the query
+	// runs. 0 means 1.
+	MaxContributions int `json:"max_contributions,omitempty"`
+	// Ranges clamp, under differential privacy, the values of the columns
+	// SUM and AVG take: a column without a range cannot be summed or
+	// averaged when the collaboration's privacy is on.
+	Ranges map[string]Range `json:"ranges,omitempty"`
+}
+
+// Range is a closed interval [Lo, Hi] values are clamped to.
+type Range struct {
+	Lo float64 `json:"lo"`
+	Hi float64 `json:"hi"`
+}
+
+// Bound is the rule's per-identifier row bound (at least 1).
+func (r AggregationRule) Bound() int {
+	return max(r.MaxContributions, 1)
 }
 
 // Ident is the configured table's catalog identifier.
@@ -226,6 +320,11 @@ func (c *Collaboration) Validate() error {
 			return err
 		}
 	}
+	if c.Privacy != nil {
+		if err := c.Privacy.Validate(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -273,6 +372,20 @@ func (t *ConfiguredTable) Validate() error {
 			return invalid("configured table %q: join key %q cannot be a dimension (it would be output row by row)", t.Name, k)
 		}
 	}
+	if t.Rule.MaxContributions < 0 || t.Rule.MaxContributions > MaxContributions {
+		return invalid("configured table %q: max_contributions must be between 1 and %d", t.Name, MaxContributions)
+	}
+	if len(t.Rule.Ranges) > MaxColumns {
+		return floe.E(floe.Unprocessable, "collaboration", "configured table %q: at most %d ranges", t.Name, MaxColumns)
+	}
+	for c, r := range t.Rule.Ranges {
+		if !slices.Contains(t.Columns, c) || slices.Contains(t.JoinKeys, c) || slices.Contains(t.Dimensions, c) {
+			return invalid("configured table %q: range of %q: ranges are for aggregatable columns that are neither join keys nor dimensions", t.Name, c)
+		}
+		if math.IsNaN(r.Lo) || math.IsNaN(r.Hi) || math.IsInf(r.Lo, 0) || math.IsInf(r.Hi, 0) || r.Lo > r.Hi || math.Abs(r.Lo) > 1e15 || math.Abs(r.Hi) > 1e15 {
+			return invalid("configured table %q: range of %q must be finite with lo <= hi (at most 1e15 in magnitude)", t.Name, c)
+		}
+	}
 	return nil
 }
 
@@ -299,4 +412,9 @@ type QueryRecord struct {
 	Rows int64 `json:"rows"`
 	// Suppressed is how many output rows the threshold withheld.
 	Suppressed int64 `json:"suppressed"`
+	// Epsilon is the privacy budget the query was charged (0: none).
+	Epsilon float64 `json:"epsilon,omitempty"`
+	// BudgetRemaining is the budget left after the charge, or when the
+	// query was refused for want of budget.
+	BudgetRemaining *float64 `json:"budget_remaining,omitempty"`
 }

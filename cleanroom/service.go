@@ -71,6 +71,9 @@ type Options struct {
 	// principal of this Floe): members and the owners whose rights
 	// configured tables are read with.
 	Subject func(ctx context.Context, name string) (authz.Subject, error)
+	// Budgets keeps privacy budgets (nil: differential privacy is
+	// unavailable, its queries refused).
+	Budgets Budgets
 	Log     *slog.Logger
 	Now     func() time.Time
 	// MaxCollaborations bounds the server's collaborations (default

@@ -119,6 +119,12 @@ func subject(name string) authz.Subject {
 
 func newService(t *testing.T, max int) *cleanroom.Service {
 	t.Helper()
+	return newServiceWith(t, max, nil, func() time.Time { return time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC) })
+}
+
+// newServiceWith is newService with privacy budgets and a clock.
+func newServiceWith(t *testing.T, max int, budgets cleanroom.Budgets, now func() time.Time) *cleanroom.Service {
+	t.Helper()
 	sel := func(who, ns, tbl string, f *authz.DataFilter) authz.Grant {
 		return authz.Grant{ID: who + ns + tbl, Grantee: authz.Principal(who), Privilege: authz.Select,
 			On: authz.Table("wh", catalog.Ident{Namespace: catalog.Namespace{ns}, Name: tbl}), Filter: f}
@@ -144,7 +150,8 @@ func newService(t *testing.T, max int) *cleanroom.Service {
 			}
 			return subject(name), nil
 		},
-		Now:               func() time.Time { return time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC) },
+		Now:               now,
+		Budgets:           budgets,
 		MaxCollaborations: max,
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/authz"
@@ -23,6 +24,23 @@ type CleanRooms interface {
 	ConfigureTable(ctx context.Context, sub authz.Subject, name string, t cleanroom.ConfiguredTable) (cleanroom.Collaboration, error)
 	Drop(ctx context.Context, sub authz.Subject, name string) error
 	Log(ctx context.Context, sub authz.Subject, name string, limit int) ([]cleanroom.QueryRecord, error)
+	SetPrivacy(ctx context.Context, sub authz.Subject, name string, p *cleanroom.Privacy) (cleanroom.Collaboration, error)
+	SetBudget(ctx context.Context, sub authz.Subject, name string, epsilon float64, period time.Duration) (cleanroom.Budget, error)
+	Budget(ctx context.Context, sub authz.Subject, name string) (cleanroom.Budget, error)
+}
+
+// PrivacyRequest is the body of PUT /cleanrooms/{name}/privacy: the
+// collaboration's differential privacy, or {"privacy": null} to turn it
+// off.
+type PrivacyRequest struct {
+	Privacy *cleanroom.Privacy `json:"privacy"`
+}
+
+// BudgetRequest is the body of PUT /cleanrooms/{name}/budget.
+type BudgetRequest struct {
+	Epsilon float64 `json:"epsilon"`
+	// Period is a Go duration ("24h"); default 24h.
+	Period string `json:"period,omitempty"`
 }
 
 // CollaborationList is the answer of GET /cleanrooms.
@@ -68,6 +86,9 @@ func (h *Handler) cleanroomRoutes() []route {
 		{"POST", p + "/{name}/members", cleanroom.ActionAddMember, h.withCleanRooms(h.addCollaborationMember)},
 		{"PUT", p + "/{name}/tables/{table}", cleanroom.ActionConfigure, h.withCleanRooms(h.configureTable)},
 		{"GET", p + "/{name}/queries", "", h.withCleanRooms(h.collaborationLog)},
+		{"PUT", p + "/{name}/privacy", cleanroom.ActionPrivacy, h.withCleanRooms(h.setPrivacy)},
+		{"GET", p + "/{name}/budget", "", h.withCleanRooms(h.getBudget)},
+		{"PUT", p + "/{name}/budget", cleanroom.ActionBudget, h.withCleanRooms(h.setBudget)},
 	}
 }
 
@@ -177,4 +198,54 @@ func (h *Handler) collaborationLog(c *call, s CleanRooms) error {
 		qs = []cleanroom.QueryRecord{}
 	}
 	return reply(c, http.StatusOK, QueryLog{Queries: qs})
+}
+
+func (h *Handler) setPrivacy(c *call, s CleanRooms) error {
+	name := c.r.PathValue("name")
+	var req PrivacyRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	c.resource = "cleanroom:" + name
+	if req.Privacy != nil {
+		c.note("collaboration", name, "mechanism", req.Privacy.Mechanism, "epsilon", req.Privacy.Epsilon, "delta", req.Privacy.Delta)
+	} else {
+		c.note("collaboration", name, "mechanism", "off")
+	}
+	out, err := s.SetPrivacy(c.ctx, c.sub, name, req.Privacy)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, out)
+}
+
+func (h *Handler) getBudget(c *call, s CleanRooms) error {
+	out, err := s.Budget(c.ctx, c.sub, c.r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, out)
+}
+
+func (h *Handler) setBudget(c *call, s CleanRooms) error {
+	name := c.r.PathValue("name")
+	var req BudgetRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	period := 24 * time.Hour
+	if req.Period != "" {
+		d, err := time.ParseDuration(req.Period)
+		if err != nil {
+			return floe.E(floe.Invalid, "collaboration", "period %q is not a duration (e.g. 24h)", req.Period)
+		}
+		period = d
+	}
+	c.resource = "cleanroom:" + name
+	c.note("collaboration", name, "epsilon", req.Epsilon, "period", period.String())
+	out, err := s.SetBudget(c.ctx, c.sub, name, req.Epsilon, period)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, out)
 }

@@ -2,6 +2,7 @@ package mgmtapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"strings"
@@ -75,6 +76,31 @@ func TestCleanRooms(t *testing.T) {
 	e.do(t, retailer, "GET", "/api/v1/cleanrooms/overlap", nil).JSON(t, &got)
 	if got.Creator != "retailer" || len(got.Members) != 2 {
 		t.Fatalf("show: %+v", got)
+	}
+
+	// Differential privacy and the privacy budget: the creator sets them,
+	// every member reads the budget, others may not set it.
+	wantErrorHas(t, e.do(t, retailer, "GET", "/api/v1/cleanrooms/overlap/budget", nil), 404, "NotFoundException", "no privacy budget")
+	wantErrorHas(t, e.do(t, advertiser, "PUT", "/api/v1/cleanrooms/overlap/budget", map[string]any{"epsilon": 2}), 403, "ForbiddenException", "creator")
+	wantErrorHas(t, e.do(t, retailer, "PUT", "/api/v1/cleanrooms/overlap/budget", map[string]any{"epsilon": 2, "period": "1s"}), 400, "BadRequestException", "period")
+	var bud cleanroom.Budget
+	if err := json.Unmarshal(okAs(retailer, 200, "PUT", "/api/v1/cleanrooms/overlap/budget", map[string]any{"epsilon": 2, "period": "24h"}), &bud); err != nil ||
+		bud.Epsilon != 2 || bud.Remaining != 2 || bud.PeriodText != "24h0m0s" {
+		t.Fatalf("set budget: %+v %v", bud, err)
+	}
+	e.do(t, advertiser, "GET", "/api/v1/cleanrooms/overlap/budget", nil).JSON(t, &bud)
+	if bud.Remaining != 2 {
+		t.Fatalf("budget as a member: %+v", bud)
+	}
+	wantErrorHas(t, e.do(t, retailer, "PUT", "/api/v1/cleanrooms/overlap/privacy", map[string]any{"privacy": map[string]any{"mechanism": "laplace", "epsilon": -1}}), 400, "BadRequestException", "epsilon")
+	var withDP cleanroom.Collaboration
+	if err := json.Unmarshal(okAs(retailer, 200, "PUT", "/api/v1/cleanrooms/overlap/privacy", map[string]any{"privacy": map[string]any{"mechanism": "laplace", "epsilon": 0.5}}), &withDP); err != nil ||
+		withDP.Privacy == nil || withDP.Privacy.Epsilon != 0.5 {
+		t.Fatalf("set privacy: %+v %v", withDP, err)
+	}
+	var off cleanroom.Collaboration
+	if err := json.Unmarshal(okAs(retailer, 200, "PUT", "/api/v1/cleanrooms/overlap/privacy", map[string]any{"privacy": nil}), &off); err != nil || off.Privacy != nil {
+		t.Fatalf("privacy off: %+v %v", off, err)
 	}
 
 	// The advertiser queries the collaboration through the SQL endpoint.

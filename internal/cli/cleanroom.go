@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -128,13 +129,28 @@ and AVG may take (COUNT takes any of them).`,
 	fkeys := conf.Flags().StringSlice("join-key", nil, "a column joins may match on (repeat)")
 	fdims := conf.Flags().StringSlice("dimension", nil, "a column queries may group by and filter on (repeat)")
 	fcols := conf.Flags().StringSlice("column", nil, "a column SUM and AVG may take (repeat)")
+	fbound := conf.Flags().Int("max-contributions", 0, "under differential privacy: rows kept per identifier (default 1)")
+	franges := conf.Flags().StringSlice("range", nil, "under differential privacy: COLUMN=LO:HI, the range a SUM/AVG column is clamped to (repeat)")
 	conf.RunE = func(c *cobra.Command, args []string) error {
 		i := strings.LastIndex(args[2], ".")
 		if i <= 0 || i == len(args[2])-1 {
 			return fmt.Errorf("%q: give the table as NAMESPACE.TABLE", args[2])
 		}
 		req := mgmtapi.ConfigureTableRequest{Warehouse: *fwh, Namespace: catalog.Namespace(strings.Split(args[2][:i], ".")), Table: args[2][i+1:],
-			Identifier: *fid, JoinKeys: *fkeys, Dimensions: *fdims, Columns: *fcols, Rule: cleanroom.AggregationRule{MinIdentifiers: *fmin}}
+			Identifier: *fid, JoinKeys: *fkeys, Dimensions: *fdims, Columns: *fcols, Rule: cleanroom.AggregationRule{MinIdentifiers: *fmin, MaxContributions: *fbound}}
+		for _, r := range *franges {
+			col, lohi, ok1 := strings.Cut(r, "=")
+			lo, hi, ok2 := strings.Cut(lohi, ":")
+			l, err1 := strconv.ParseFloat(lo, 64)
+			h, err2 := strconv.ParseFloat(hi, 64)
+			if !ok1 || !ok2 || err1 != nil || err2 != nil {
+				return fmt.Errorf("--range %q: give COLUMN=LO:HI", r)
+			}
+			if req.Rule.Ranges == nil {
+				req.Rule.Ranges = map[string]cleanroom.Range{}
+			}
+			req.Rule.Ranges[col] = cleanroom.Range{Lo: l, Hi: h}
+		}
 		var out cleanroom.Collaboration
 		if err := fcl.call(c.Context(), "PUT", cleanroomPath(args[0], "tables", args[1]), req, &out); err != nil {
 			return err
@@ -177,6 +193,60 @@ and AVG may take (COUNT takes any of them).`,
 		return nil
 	}
 
-	cmd.AddCommand(create, list, show, add, conf, logc, drop)
+	priv := &cobra.Command{Use: "privacy NAME", Short: "Turn differential privacy on or off for a collaboration (its creator)", Args: cobra.ExactArgs(1),
+		Example: `  floe cleanroom privacy overlap --mechanism laplace --epsilon 0.5`}
+	pcl := bindAPIClient(priv.Flags(), getenv, DefaultURL, connHelp)
+	pmech := priv.Flags().String("mechanism", cleanroom.Laplace, "laplace or gaussian")
+	peps := priv.Flags().Float64("epsilon", 0, "epsilon each query charges to the budget (required unless --off)")
+	pdelta := priv.Flags().Float64("delta", 0, "delta of the gaussian mechanism")
+	poff := priv.Flags().Bool("off", false, "turn differential privacy off")
+	priv.RunE = func(c *cobra.Command, args []string) error {
+		req := mgmtapi.PrivacyRequest{}
+		if !*poff {
+			req.Privacy = &cleanroom.Privacy{Mechanism: *pmech, Epsilon: *peps, Delta: *pdelta}
+		}
+		var out cleanroom.Collaboration
+		if err := pcl.call(c.Context(), "PUT", cleanroomPath(args[0], "privacy"), req, &out); err != nil {
+			return err
+		}
+		if out.Privacy == nil {
+			fmt.Fprintf(stdout, "differential privacy is off for collaboration %q\n", out.Name)
+		} else {
+			fmt.Fprintf(stdout, "differential privacy is on for collaboration %q: %s, epsilon %g per query\n", out.Name, out.Privacy.Mechanism, out.Privacy.Epsilon)
+		}
+		return nil
+	}
+
+	budget := &cobra.Command{Use: "budget NAME", Short: "Show a collaboration's privacy budget, or set it (its creator)", Args: cobra.ExactArgs(1),
+		Example: `  floe cleanroom budget overlap --set 10 --period 24h
+  floe cleanroom budget overlap`}
+	bcl := bindAPIClient(budget.Flags(), getenv, DefaultURL, connHelp)
+	bset := budget.Flags().Float64("set", 0, "set the budget: epsilon per period")
+	bperiod := budget.Flags().Duration("period", 0, "the budget's refresh period with --set (default 24h)")
+	bjson := budget.Flags().Bool("json", false, "print JSON")
+	budget.RunE = func(c *cobra.Command, args []string) error {
+		var out cleanroom.Budget
+		var err error
+		if budget.Flags().Changed("set") {
+			req := mgmtapi.BudgetRequest{Epsilon: *bset}
+			if *bperiod != 0 {
+				req.Period = bperiod.String()
+			}
+			err = bcl.call(c.Context(), "PUT", cleanroomPath(args[0], "budget"), req, &out)
+		} else {
+			err = bcl.call(c.Context(), "GET", cleanroomPath(args[0], "budget"), nil, &out)
+		}
+		if err != nil {
+			return err
+		}
+		if *bjson {
+			return printJSON(stdout, out)
+		}
+		fmt.Fprintf(stdout, "collaboration %s: epsilon %g remaining of %g per %s (spent %g; refresh at %s)\n",
+			out.Collaboration, out.Remaining, out.Epsilon, out.PeriodText, out.Spent, out.Refresh.Format("2006-01-02T15:04:05Z"))
+		return nil
+	}
+
+	cmd.AddCommand(create, list, show, add, conf, logc, drop, priv, budget)
 	return cmd
 }

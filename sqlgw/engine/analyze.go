@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-lake/floe/cleanroom"
 	"github.com/floe-lake/floe/sqlgw/pgwire"
 )
 
@@ -31,9 +32,13 @@ type tableRef struct {
 	// rights is set for a name inside the expansion of a definer-rights
 	// view: it is read with the view owner's rights (views.go).
 	rights *viewRights
-	// roomCols are the columns of a collaboration's configured table the
-	// query may see (cleanroom.go); nil outside clean rooms.
-	roomCols []string
+	// roomTable is the collaboration's configured table the name reads
+	// (cleanroom.go): the query sees its configured columns only; nil
+	// outside clean rooms.
+	roomTable *cleanroom.ConfiguredTable
+	// roomDP is set when the collaboration's privacy is on: the table is
+	// read with its row bound and clamped ranges.
+	roomDP bool
 }
 
 // atClause is a time-travel clause: AT (VERSION => n) or AT (TIMESTAMP => 'ts').

@@ -33,6 +33,10 @@ type CleanRooms interface {
 	Room(ctx context.Context, sub authz.Subject, name string) (*cleanroom.Room, error)
 	// Record appends a query to the collaboration's log.
 	Record(ctx context.Context, r cleanroom.QueryRecord)
+	// Charge spends epsilon of the collaboration's privacy budget for one
+	// query and returns what remains; floe.Forbidden (naming what
+	// remains) when it would overspend.
+	Charge(ctx context.Context, name string, epsilon float64) (float64, error)
 }
 
 // collaborationSetting is the session setting naming the collaboration.
@@ -83,6 +87,8 @@ type roomCheck struct {
 	// outputs are the output aliases (ORDER BY may name them).
 	outputs map[string]bool
 	sel     []any
+	// dp plans the noise when the collaboration's privacy is on (dp.go).
+	dp *dpPlan
 }
 
 // aggregates are the aggregate functions a query may output.
@@ -172,6 +178,13 @@ func checkRoom(stmt node, room *cleanroom.Room) (*roomCheck, error) {
 		if err := c.modifier(m); err != nil {
 			return nil, err
 		}
+	}
+	if p := room.Collaboration.Privacy; p != nil {
+		dp, err := c.planDP(sel, *p)
+		if err != nil {
+			return nil, err
+		}
+		c.dp = dp
 	}
 	c.rewrite(sel)
 	return c, nil
@@ -788,7 +801,8 @@ func (c *roomCheck) modifier(m any) error {
 
 // rewrite points the configured tables at their owners' tables and
 // appends the threshold column: for every table the query names, at
-// least its rule's number of distinct identifiers.
+// least its rule's number of distinct identifiers. Under differential
+// privacy it appends the planned hidden columns instead (dp.go).
 func (c *roomCheck) rewrite(sel node) {
 	var tests []any
 	for _, t := range c.tables {
@@ -798,6 +812,9 @@ func (c *roomCheck) rewrite(sel node) {
 		t.n["table_name"] = t.t.Table
 		t.n["qualified_name"] = node{"path": []any{t.t.Warehouse, ns, t.t.Table}}
 		t.n["alias"] = t.alias
+		if c.dp != nil {
+			continue
+		}
 		tests = append(tests, node{
 			"class": "COMPARISON", "type": "COMPARE_GREATERTHANOREQUALTO", "alias": "",
 			"left": node{
@@ -810,6 +827,10 @@ func (c *roomCheck) rewrite(sel node) {
 			"right": node{"class": "CONSTANT", "type": "VALUE_CONSTANT", "alias": "",
 				"literal": node{"kind": "INTEGER", "text": strconv.Itoa(t.t.Rule.MinIdentifiers)}},
 		})
+	}
+	if c.dp != nil {
+		sel["select_list"] = append(c.sel, c.dp.hiddenNodes...)
+		return
 	}
 	test := tests[0].(node)
 	if len(tests) > 1 {
@@ -831,18 +852,42 @@ func (c *roomCheck) definers() map[uintptr]*viewRights {
 	return out
 }
 
-// columns are the columns each configured table shows a query (by node).
-func (c *roomCheck) columns() map[uintptr][]string {
-	out := make(map[uintptr][]string, len(c.tables))
+// configured are the configured tables a query reads (by node).
+func (c *roomCheck) configured() map[uintptr]*cleanroom.ConfiguredTable {
+	out := make(map[uintptr]*cleanroom.ConfiguredTable, len(c.tables))
 	for _, t := range c.tables {
-		out[nodeKey(t.n)] = t.t.AllColumns()
+		out[nodeKey(t.n)] = &t.t
 	}
 	return out
 }
 
-// projectColumns narrows a table's view to the configured columns.
-func projectColumns(view string, cols []string) string {
-	return "SELECT " + strings.Join(quoteIdents(cols), ", ") + " FROM (" + view + ") AS floe_configured"
+// projectRoom narrows a table's view to the configured columns. Under
+// differential privacy (dp) it also keeps at most the rule's
+// max_contributions rows of each identifier (which ones is arbitrary) and
+// clamps the columns with a range to [lo, hi] as DOUBLE (NULL stays NULL).
+func projectRoom(view string, t *cleanroom.ConfiguredTable, dp bool) string {
+	cols := t.AllColumns()
+	if !dp {
+		return "SELECT " + strings.Join(quoteIdents(cols), ", ") + " FROM (" + view + ") AS floe_configured"
+	}
+	sel := make([]string, len(cols))
+	for i, c := range cols {
+		q := quoteIdent(c)
+		r, ok := t.Rule.Ranges[c]
+		if !ok {
+			sel[i] = q
+			continue
+		}
+		lo, hi := "CAST("+strconv.FormatFloat(r.Lo, 'g', -1, 64)+" AS DOUBLE)", "CAST("+strconv.FormatFloat(r.Hi, 'g', -1, 64)+" AS DOUBLE)"
+		sel[i] = "CASE WHEN " + q + " < " + lo + " THEN " + lo + " WHEN " + q + " > " + hi + " THEN " + hi + " ELSE CAST(" + q + " AS DOUBLE) END AS " + q
+	}
+	if t.Rule.Bound() == 1 {
+		// One row per identifier: DISTINCT ON hashes once, where the
+		// window would also number the rows.
+		return "SELECT DISTINCT ON (" + quoteIdent(t.Identifier) + ") " + strings.Join(sel, ", ") + " FROM (" + view + ") AS floe_configured"
+	}
+	return "SELECT " + strings.Join(sel, ", ") + " FROM (" + view + ") AS floe_configured QUALIFY row_number() OVER (PARTITION BY " +
+		quoteIdent(t.Identifier) + ") <= " + strconv.Itoa(t.Rule.Bound())
 }
 
 func quoteIdents(cols []string) []string {
@@ -856,31 +901,32 @@ func quoteIdents(cols []string) []string {
 // analyzeRoom checks a statement of a collaboration and analyzes the
 // rewritten tree: the configured tables are read with their owners'
 // rights, narrowed to their configured columns.
-func (ss *session) analyzeRoom(ctx context.Context, name string, stmt node) (*analysis, error) {
+func (ss *session) analyzeRoom(ctx context.Context, name string, stmt node) (*analysis, *dpPlan, error) {
 	cr := ss.e.opts.CleanRooms
 	if cr == nil || ss.e.opts.Policies == nil {
-		return nil, unsupported("clean rooms are not available on this SQL endpoint")
+		return nil, nil, unsupported("clean rooms are not available on this SQL endpoint")
 	}
 	room, err := cr.Room(ctx, ss.sub, name)
 	if err != nil {
-		return nil, roomRefusal(err)
+		return nil, nil, roomRefusal(err)
 	}
 	c, err := checkRoom(stmt, room)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a, err := analyzeWith(stmt, nil, c.definers())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	cols := c.columns()
+	tables := c.configured()
 	for _, ref := range a.refs {
-		ref.roomCols = cols[nodeKey(ref.n)]
-		if ref.roomCols == nil || ref.rights == nil {
-			return nil, ruleError(ruleTables, "only configured tables may be read")
+		ref.roomTable = tables[nodeKey(ref.n)]
+		ref.roomDP = c.dp != nil
+		if ref.roomTable == nil || ref.rights == nil {
+			return nil, nil, ruleError(ruleTables, "only configured tables may be read")
 		}
 	}
-	return a, nil
+	return a, c.dp, nil
 }
 
 // roomRefusal turns the service's refusal into SQLSTATE 42501.
@@ -930,6 +976,7 @@ func (ss *session) recordRoom(ctx context.Context, st *selectStmt, rows int64, e
 	} else {
 		r.Rows, r.Suppressed = rows, st.suppressed
 	}
+	r.Epsilon, r.BudgetRemaining = st.charged, st.remaining
 	cr.Record(context.WithoutCancel(ctx), r)
 }
 

@@ -535,6 +535,13 @@ type selectStmt struct {
 	// in suppressed (cleanroom.go).
 	room       string
 	suppressed int64
+	// dp plans the noise of a clean-room statement under differential
+	// privacy (dp.go); charged and remaining are its last execution's
+	// charge of the privacy budget and what remained (remaining is nil
+	// when the budget was not read).
+	dp        *dpPlan
+	charged   float64
+	remaining *float64
 
 	stmt     *duckdb.Stmt
 	query    string // the rewritten query stmt was prepared from
@@ -564,7 +571,7 @@ func (st *selectStmt) plan(ctx context.Context) (err error) {
 	}
 	var a *analysis
 	if st.room != "" {
-		a, err = ss.analyzeRoom(ctx, st.room, stmt)
+		a, st.dp, err = ss.analyzeRoom(ctx, st.room, stmt)
 	} else {
 		a, err = ss.analyzeViews(ctx, stmt, "")
 	}
@@ -599,8 +606,8 @@ func (st *selectStmt) plan(ctx context.Context) (err error) {
 			pins.release()
 			return err
 		}
-		if ref.roomCols != nil {
-			r.sql = projectColumns(r.sql, ref.roomCols)
+		if ref.roomTable != nil {
+			r.sql = projectRoom(r.sql, ref.roomTable, ref.roomDP)
 		}
 		views[i] = r
 		sig.WriteString(r.sql)
@@ -650,14 +657,15 @@ func (st *selectStmt) plan(ctx context.Context) (err error) {
 		pins.release()
 		return err
 	}
-	if st.room != "" {
-		// The threshold column is the engine's, not the client's.
-		if len(cols) == 0 || cols[len(cols)-1].Name != thresholdAlias {
+	if hidden := st.hidden(); hidden > 0 {
+		// The threshold columns are the engine's, not the client's.
+		if len(cols) < hidden || !strings.HasPrefix(cols[len(cols)-hidden].Name, thresholdAlias) ||
+			!strings.HasPrefix(cols[len(cols)-1].Name, thresholdAlias) {
 			_ = stmtD.Close()
 			pins.release()
 			return errors.New("engine: a clean-room statement lost its threshold column")
 		}
-		cols = cols[:len(cols)-1]
+		cols = cols[:len(cols)-hidden]
 	}
 	if st.stmt != nil && !sameShape(st.cols, cols) {
 		// The client was told the result's columns when it prepared the
@@ -673,6 +681,19 @@ func (st *selectStmt) plan(ctx context.Context) (err error) {
 	st.stmt, st.sig, st.tables, st.filtered, st.pins = stmtD, sig.String(), tables, filtered, pins
 	st.params, st.cols, st.convs = params, cols, convs
 	return nil
+}
+
+// hidden is how many columns the engine appended to a clean-room
+// statement: the threshold test, or under differential privacy the
+// planned hidden counts.
+func (st *selectStmt) hidden() int {
+	switch {
+	case st.room == "":
+		return 0
+	case st.dp != nil:
+		return st.dp.hidden
+	}
+	return 1
 }
 
 // sameShape reports whether two result descriptions have the same column
@@ -788,12 +809,24 @@ func (st *selectStmt) Execute(ctx context.Context, args []any) (pgwire.Result, e
 		ss.auditQuery(ctx, st, -1, err)
 		return nil, st.publicError(err)
 	}
-	hidden := 0
-	if st.room != "" {
-		hidden = 1 // the threshold column
-	}
+	hidden := st.hidden()
 	if len(st.cols)+hidden != len(st.convs) {
 		return nil, errors.New("engine: statement changed shape")
+	}
+	st.charged, st.remaining = 0, nil
+	if st.dp != nil {
+		// The budget is charged before the query runs: a query refused
+		// for want of budget reads nothing.
+		rem, err := ss.e.opts.CleanRooms.Charge(ctx, st.room, st.dp.privacy.Epsilon)
+		st.remaining = &rem
+		if err != nil {
+			st.pins.release()
+			st.pins = nil
+			err = roomRefusal(err)
+			ss.auditQuery(ctx, st, -1, err)
+			return nil, err
+		}
+		st.charged = st.dp.privacy.Epsilon
 	}
 	nargs := make([]driver.NamedValue, len(args))
 	for i, a := range args {
@@ -816,7 +849,11 @@ func (st *selectStmt) Execute(ctx context.Context, args []any) (pgwire.Result, e
 		return nil, st.publicError(err)
 	}
 	st.suppressed = 0
-	return &result{st: st, ctx: ctx, rows: rows, pins: pins, buf: make([]driver.Value, len(st.cols)+hidden), out: make([]any, len(st.cols)), room: hidden > 0}, nil
+	res := &result{st: st, ctx: ctx, rows: rows, pins: pins, buf: make([]driver.Value, len(st.cols)+hidden), out: make([]any, len(st.cols)), room: hidden > 0}
+	if st.dp != nil {
+		res.noise = newNoise(st.dp)
+	}
+	return res, nil
 }
 
 // result streams the rows of one execution.
@@ -834,6 +871,9 @@ type result struct {
 	// the threshold test, and rows failing it are suppressed.
 	room       bool
 	suppressed int64
+	// noise noises the rows under differential privacy (dp.go): it
+	// decides suppression in place of the threshold column.
+	noise *noise
 }
 
 // Next implements pgwire.Result.
@@ -849,7 +889,11 @@ func (r *result) Next() ([]any, error) {
 		if !r.room {
 			break
 		}
-		if ok, _ := r.buf[len(r.buf)-1].(bool); ok {
+		if r.noise != nil {
+			if r.noise.row(r.buf) {
+				break
+			}
+		} else if ok, _ := r.buf[len(r.buf)-1].(bool); ok {
 			break
 		}
 		r.suppressed++
@@ -902,6 +946,12 @@ func (ss *session) auditQuery(ctx context.Context, st *selectStmt, rows int64, e
 		detail["collaboration"] = st.room
 		if err == nil {
 			detail["suppressed"] = st.suppressed
+		}
+		if st.charged > 0 {
+			detail["epsilon"] = st.charged
+		}
+		if st.remaining != nil {
+			detail["budget_remaining"] = *st.remaining
 		}
 		ss.recordRoom(ctx, st, rows, err)
 	}

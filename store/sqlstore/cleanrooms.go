@@ -121,6 +121,9 @@ func (s *Store) DropCollaboration(ctx context.Context, name string) error {
 		if n == 0 {
 			return noCollaboration(name)
 		}
+		if _, err := c.exec(ctx, "DELETE FROM cleanroom_budgets WHERE collaboration = ?", name); err != nil {
+			return err
+		}
 		_, err = c.exec(ctx, "DELETE FROM cleanroom_queries WHERE collaboration = ?", name)
 		return err
 	})

@@ -234,3 +234,63 @@ def test_query_log_is_visible_to_both_members(floe, room) -> None:
         assert any(q["member"] == retailer.name for q in log)  # the retailer's own queries too
     text = cli(floe, retailer.credential, "cleanroom", "log", "overlap").stdout
     assert "SUPPRESSED" in text and advertiser.name in text
+
+
+DP_QUERY = ("SELECT e.campaign, count(*) AS n, sum(e.spend) AS s "
+            "FROM customers c JOIN exposures e ON c.email = e.email GROUP BY e.campaign ORDER BY e.campaign")
+
+
+def test_differential_privacy_and_budget(floe, room) -> None:
+    """A second collaboration over the same tables with differential
+    privacy (Laplace, epsilon 2 per query, budget 5 a day). Each row has 4
+    noisy values (two identifier counts, COUNT, SUM), so each gets epsilon
+    0.5: COUNT's noise is Laplace(b = 1/0.5 = 2), SUM's (spend clamped to
+    [0, 2], one row per identifier) Laplace(b = 2/0.5 = 4). The tolerance
+    is 10 b (P(|noise| > 10 b) = e^-10 per value): 20 for counts, 40 for
+    sums. Two queries charge 2 each; the third would overspend (1 left) and
+    is refused with 42501; `floe cleanroom budget` shows the remainder."""
+    retailer, advertiser = room
+    admin = floe.fetch_token()
+    with connect(floe, "admin", admin) as conn:
+        exact = {r[0]: (r[1], r[2]) for r in conn.execute(
+            "SELECT e.campaign, count(*), sum(e.spend) FROM cr_retail.customers c JOIN cr_ads.exposures e "
+            "ON c.email = e.email GROUP BY e.campaign").fetchall()}
+    cli(floe, retailer.credential, "cleanroom", "create", "dp_overlap")
+    cli(floe, retailer.credential, "cleanroom", "add-member", "dp_overlap", advertiser.name)
+    cli(floe, retailer.credential, "cleanroom", "configure-table", "dp_overlap", "customers", "cr_retail.customers",
+        "--identifier", "customer_id", "--join-key", "email", "--dimension", "segment", "--min-identifiers", str(MIN_CUSTOMERS),
+        "--max-contributions", "1")
+    cli(floe, advertiser.credential, "cleanroom", "configure-table", "dp_overlap", "exposures", "cr_ads.exposures",
+        "--identifier", "user_id", "--join-key", "email", "--dimension", "campaign", "--column", "spend",
+        "--min-identifiers", str(MIN_USERS), "--max-contributions", "1", "--range", "spend=0:2")
+    cli(floe, retailer.credential, "cleanroom", "privacy", "dp_overlap", "--mechanism", "laplace", "--epsilon", "2")
+    with connect(floe, advertiser.name, advertiser.token) as conn:
+        conn.execute("SET floe.collaboration = 'dp_overlap'")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as e:
+            conn.execute(DP_QUERY)
+        assert "no privacy budget" in str(e.value)
+    cli(floe, retailer.credential, "cleanroom", "budget", "dp_overlap", "--set", "5", "--period", "24h")
+
+    def remaining() -> float:
+        return json.loads(cli(floe, advertiser.credential, "cleanroom", "budget", "dp_overlap", "--json").stdout)["remaining"]
+
+    assert remaining() == 5
+    with connect(floe, advertiser.name, advertiser.token) as conn:
+        conn.execute("SET floe.collaboration = 'dp_overlap'")
+        for i in range(2):
+            rows = conn.execute(DP_QUERY).fetchall()
+            assert [r[0] for r in rows] == sorted(exact), rows
+            for campaign, n, s in rows:
+                n0, s0 = exact[campaign]
+                assert abs(n - n0) <= 20 and abs(s - s0) <= 40, (campaign, n, s, n0, s0)
+                assert s != s0  # noisy: exactly equal has probability 0
+            assert remaining() == 5 - 2 * (i + 1)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as e:
+            conn.execute(DP_QUERY)
+        assert "privacy budget" in str(e.value) and "1 of 5 remains" in str(e.value), str(e.value)
+    assert remaining() == 1
+    text = cli(floe, retailer.credential, "cleanroom", "budget", "dp_overlap").stdout
+    assert "epsilon 1 remaining of 5 per 24h0m0s" in text, text
+    log = json.loads(cli(floe, retailer.credential, "cleanroom", "log", "dp_overlap", "--json").stdout)["queries"]
+    assert log[0]["outcome"] == "denied" and log[0]["budget_remaining"] == 1
+    assert [q["epsilon"] for q in log if q["outcome"] == "success"] == [2, 2]
