@@ -272,20 +272,9 @@ func (h *Handler) forwardWrite(w http.ResponseWriter, r *http.Request, rt route,
 		if err != nil {
 			return err
 		}
-		commits := make([]catalog.TableCommit, 0, len(req.TableChanges))
-		for i, raw := range req.TableChanges {
-			tc, err := parseCommit(raw)
-			if err != nil {
-				return floe.Wrap(floe.Invalid, err, "table-changes[%d]: %s", i, floe.PublicMessage(err))
-			}
-			if tc.Identifier == nil {
-				return floe.E(floe.Invalid, "", "table-changes[%d]: identifier is required in a transaction", i)
-			}
-			id, err := tc.Identifier.ident()
-			if err != nil {
-				return err
-			}
-			commits = append(commits, catalog.TableCommit{Ident: id, Requirements: tc.Requirements, Updates: tc.Updates})
+		commits, err := transactionCommits(req)
+		if err != nil {
+			return err
 		}
 		for _, tc := range commits {
 			if err := h.requireCommit(r, wh, tc); err != nil {

@@ -290,20 +290,9 @@ func (h *Handler) commitTransaction(w http.ResponseWriter, r *http.Request) erro
 	if err := readJSON(r, &req, "table-changes"); err != nil {
 		return err
 	}
-	commits := make([]catalog.TableCommit, 0, len(req.TableChanges))
-	for i, raw := range req.TableChanges {
-		tc, err := parseCommit(raw)
-		if err != nil {
-			return floe.Wrap(floe.Invalid, err, "table-changes[%d]: %s", i, floe.PublicMessage(err))
-		}
-		if tc.Identifier == nil {
-			return floe.E(floe.Invalid, "", "table-changes[%d]: identifier is required in a transaction", i)
-		}
-		id, err := tc.Identifier.ident()
-		if err != nil {
-			return err
-		}
-		commits = append(commits, catalog.TableCommit{Ident: id, Requirements: tc.Requirements, Updates: tc.Updates})
+	commits, err := transactionCommits(req)
+	if err != nil {
+		return err
 	}
 	for _, tc := range commits {
 		if err := h.requireCommit(r, wh, tc); err != nil {
@@ -540,4 +529,25 @@ func (h *Handler) ownCreated(r *http.Request, wh string, tc catalog.TableCommit)
 	if isCreate(tc) {
 		h.owned(r, authz.Table(wh, tc.Ident))
 	}
+}
+
+// transactionCommits parses a commitTransaction's table changes; each
+// must name its table.
+func transactionCommits(req commitTransactionRequest) ([]catalog.TableCommit, error) {
+	commits := make([]catalog.TableCommit, 0, len(req.TableChanges))
+	for i, raw := range req.TableChanges {
+		tc, err := parseCommit(raw)
+		if err != nil {
+			return nil, floe.Wrap(floe.Invalid, err, "table-changes[%d]: %s", i, floe.PublicMessage(err))
+		}
+		if tc.Identifier == nil {
+			return nil, floe.E(floe.Invalid, "", "table-changes[%d]: identifier is required in a transaction", i)
+		}
+		id, err := tc.Identifier.ident()
+		if err != nil {
+			return nil, err
+		}
+		commits = append(commits, catalog.TableCommit{Ident: id, Requirements: tc.Requirements, Updates: tc.Updates})
+	}
+	return commits, nil
 }
