@@ -270,9 +270,9 @@ func hasDeniedPrefix(name string) bool {
 	return false
 }
 
-// baseTable classifies a table reference: a CTE, a permitted system view,
-// or a Floe table.
-func (a *analysis) baseTable(n node, ctes []string) error {
+// tableRefPath returns the name parts of a BASE_TABLE node: its
+// qualified name's path, else its catalog, schema and table names.
+func tableRefPath(n node) []string {
 	var path []string
 	if qn, ok := n["qualified_name"].(node); ok {
 		if p, ok := qn["path"].([]any); ok {
@@ -289,6 +289,13 @@ func (a *analysis) baseTable(n node, ctes []string) error {
 			}
 		}
 	}
+	return path
+}
+
+// baseTable classifies a table reference: a CTE, a permitted system view,
+// or a Floe table.
+func (a *analysis) baseTable(n node, ctes []string) error {
+	path := tableRefPath(n)
 	if len(path) == 0 {
 		return refused("table reference without a name")
 	}

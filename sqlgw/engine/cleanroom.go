@@ -255,22 +255,7 @@ func scanRefused(v any) error {
 func (c *roomCheck) collectTables(n node) error {
 	switch n["type"] {
 	case "BASE_TABLE":
-		var path []string
-		if qn, ok := n["qualified_name"].(node); ok {
-			if p, ok := qn["path"].([]any); ok {
-				for _, s := range p {
-					str, _ := s.(string)
-					path = append(path, str)
-				}
-			}
-		}
-		if len(path) == 0 {
-			for _, k := range []string{"catalog_name", "schema_name", "table_name"} {
-				if s, _ := n[k].(string); s != "" {
-					path = append(path, s)
-				}
-			}
-		}
+		path := tableRefPath(n)
 		if len(path) != 1 {
 			return ruleError(ruleTables, "name a configured table of collaboration %q by its name alone (not %s)", c.room.Collaboration.Name, strings.Join(path, "."))
 		}
@@ -817,13 +802,7 @@ func (c *roomCheck) rewrite(sel node) {
 		}
 		tests = append(tests, node{
 			"class": "COMPARISON", "type": "COMPARE_GREATERTHANOREQUALTO", "alias": "",
-			"left": node{
-				"class": "FUNCTION", "type": "FUNCTION", "alias": "", "function_name": "count", "schema": "", "catalog": "",
-				"filter": nil, "order_bys": node{"type": "ORDER_MODIFIER", "orders": []any{}}, "distinct": true,
-				"is_operator": false, "export_state": false, "qualified_name": node{"path": []any{"count"}},
-				"arguments": []any{node{"name": "", "expression": node{"class": "COLUMN_REF", "type": "COLUMN_REF", "alias": "",
-					"column_names": []any{t.alias, t.t.Identifier}}}},
-			},
+			"left": countNode(true, t.alias, t.t.Identifier, ""),
 			"right": node{"class": "CONSTANT", "type": "VALUE_CONSTANT", "alias": "",
 				"literal": node{"kind": "INTEGER", "text": strconv.Itoa(t.t.Rule.MinIdentifiers)}},
 		})
