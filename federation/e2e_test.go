@@ -65,23 +65,30 @@ func seedFloe(t testing.TB, ns string, tables ...string) *testkit.Floe {
 		t.Fatal(err)
 	}
 	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64})
-	b := array.NewRecordBuilder(memory.DefaultAllocator, rowSchema)
-	defer b.Release()
-	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3, 4, 5}, nil)
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	at := array.NewTableFromRecords(rowSchema, []arrow.RecordBatch{rec})
-	defer at.Release()
 	for _, name := range tables {
 		tbl, err := cat.CreateTable(ctx, table.Identifier{ns, name}, sc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tbl.AppendTable(ctx, at, 10, nil); err != nil {
+		if err := appendIDs(ctx, tbl, 1, 2, 3, 4, 5); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return f
+}
+
+// appendIDs appends rows of rowSchema with the given ids to tbl, in one
+// commit.
+func appendIDs(ctx context.Context, tbl *table.Table, ids ...int64) error {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, rowSchema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues(ids, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	at := array.NewTableFromRecords(rowSchema, []arrow.RecordBatch{rec})
+	defer at.Release()
+	_, err := tbl.AppendTable(ctx, at, 10, nil)
+	return err
 }
 
 func ids(t *testing.T, tbl *table.Table) []int64 {

@@ -9,9 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
@@ -106,14 +103,7 @@ func TestEndToEndGlueSigV4Writes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create table through the Glue catalog: %v", err)
 	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, rowSchema)
-	defer b.Release()
-	b.Field(0).(*array.Int64Builder).AppendValues([]int64{41, 42}, nil)
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	at := array.NewTableFromRecords(rowSchema, []arrow.RecordBatch{rec})
-	defer at.Release()
-	if _, err := tbl.AppendTable(ctx, at, 10, nil); err != nil {
+	if err := appendIDs(ctx, tbl, 41, 42); err != nil {
 		t.Fatalf("append through the Glue catalog: %v", err)
 	}
 	ccat, err := rest.NewCatalog(ctx, "customer", customer.URL, rest.WithCredential(customer.Cred.String()))

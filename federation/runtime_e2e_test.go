@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
@@ -39,14 +36,7 @@ func remoteWithAccounts(t *testing.T) *testkit.Floe {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, rowSchema)
-	defer b.Release()
-	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3, 4, 5}, nil)
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	at := array.NewTableFromRecords(rowSchema, []arrow.RecordBatch{rec})
-	defer at.Release()
-	if _, err := tbl.AppendTable(ctx, at, 10, nil); err != nil {
+	if err := appendIDs(ctx, tbl, 1, 2, 3, 4, 5); err != nil {
 		t.Fatal(err)
 	}
 	return remote

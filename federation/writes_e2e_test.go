@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog/rest"
 	"github.com/apache/iceberg-go/table"
@@ -184,14 +181,7 @@ func TestEndToEndForeignWrites(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create through the foreign catalog: %v", err)
 	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, rowSchema)
-	defer b.Release()
-	b.Field(0).(*array.Int64Builder).AppendValues([]int64{7, 8, 9}, nil)
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	at := array.NewTableFromRecords(rowSchema, []arrow.RecordBatch{rec})
-	defer at.Release()
-	if _, err := tbl.AppendTable(ctx, at, 10, nil); err != nil {
+	if err := appendIDs(ctx, tbl, 7, 8, 9); err != nil {
 		t.Fatalf("append through the foreign catalog: %v", err)
 	}
 	// The remote's own client reads them back: the table is the remote's.
