@@ -64,14 +64,12 @@ func (c *Client) Sign(ctx context.Context, cfg map[string]string, body []byte) (
 		uri = c.base
 	}
 	full := uri + "/" + strings.TrimLeft(endpoint, "/")
-	if !strings.HasPrefix(full, c.base+"/") || strings.ContainsAny(full[len(c.base):], "?#") {
+	if !strings.HasPrefix(full, c.base+"/") {
 		return nil, c.unavailable(fmt.Errorf("signer %q outside %q", full, c.base), "its signer is not under the catalog's own URI")
 	}
 	path := full[len(c.base):]
-	for _, seg := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return nil, c.unavailable(fmt.Errorf("signer path %q", path), "its signer path is invalid")
-		}
+	if !relativePath(path[1:]) {
+		return nil, c.unavailable(fmt.Errorf("signer path %q", path), "its signer path is invalid")
 	}
 	// Its errors keep the remote's meaning, as a forwarded write's: a 403
 	// is the remote refusing this request, not Floe's identity.

@@ -82,13 +82,8 @@ func (c *Client) Write(ctx context.Context, w Write) (*WriteResult, error) {
 	if w.Method != http.MethodPost && w.Method != http.MethodDelete {
 		return nil, floe.E(floe.Invalid, "", "write %s: method %s is not forwarded", w.Operation, w.Method)
 	}
-	if w.Path == "" || strings.ContainsAny(w.Path, "?#") {
+	if !relativePath(w.Path) {
 		return nil, floe.E(floe.Invalid, "", "write %s: invalid path", w.Operation)
-	}
-	for _, seg := range strings.Split(w.Path, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return nil, floe.E(floe.Invalid, "", "write %s: invalid path", w.Operation)
-		}
 	}
 	p, err := c.path(ctx, w.Path)
 	if err != nil {
@@ -110,6 +105,20 @@ func (c *Client) Write(ctx context.Context, w Write) (*WriteResult, error) {
 		return nil, c.unavailable(fmt.Errorf("%s: HTTP 304", w.Operation), "unexpected HTTP 304")
 	}
 	return &WriteResult{Status: resp.status, Body: resp.body}, nil
+}
+
+// relativePath reports whether p is a relative path of plain segments:
+// not empty, no query or fragment, no empty, "." or ".." segment.
+func relativePath(p string) bool {
+	if p == "" || strings.ContainsAny(p, "?#") {
+		return false
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // Invalidate drops the cached answers a write on namespace ns (and on its
