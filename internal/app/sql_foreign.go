@@ -75,23 +75,34 @@ func (f *sqlForeign) LoadTable(ctx context.Context, who engine.Caller, wh string
 	if err != nil {
 		return nil, err
 	}
-	key := ioKey(wh, md.Location(), props)
 	fsF := func(ctx context.Context) (icebergio.IO, error) {
-		if fs, ok := f.ios.Get(key); ok {
-			return fs, nil
-		}
-		// The client keeps its context for its requests: it outlives
-		// this query (in the cache), and the query's deadline bounds each
-		// read through the engine.
-		fs, err := icebergio.LoadFS(context.WithoutCancel(ctx), props, md.Location())
+		fs, err := f.storage(ctx, wh, md.Location(), props)
 		if err != nil {
 			return nil, floe.Wrap(floe.Unavailable, err, "foreign catalog %s: cannot open the storage of table %s", wh, id)
 		}
-		f.ios.Add(key, fs)
 		return fs, nil
 	}
 	ident := append(slices.Clone([]string(id.Namespace)), id.Name)
 	return table.New(ident, md, t.MetadataLocation, fsF, nil), nil
+}
+
+// storage returns the storage client for location of foreign catalog wh
+// with props, kept (at most maxForeignIOs, least recently used out) for
+// the next query with the same catalog, bucket and credential.
+func (f *sqlForeign) storage(ctx context.Context, wh, location string, props map[string]string) (icebergio.IO, error) {
+	key := ioKey(wh, location, props)
+	if fs, ok := f.ios.Get(key); ok {
+		return fs, nil
+	}
+	// The client keeps its context for its requests: it outlives this
+	// query (in the cache), and the query's deadline bounds each read
+	// through the engine.
+	fs, err := icebergio.LoadFS(context.WithoutCancel(ctx), props, location)
+	if err != nil {
+		return nil, err
+	}
+	f.ios.Add(key, fs)
+	return fs, nil
 }
 
 // remoteCaller is the SQL session whose query made a remote call, for its

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -95,5 +96,32 @@ func TestForeignIOKey(t *testing.T) {
 	}
 	if strings.Contains(a, "very-secret") {
 		t.Fatal("the key holds the secret")
+	}
+}
+
+// TestForeignIOsBounded: the storage clients kept for foreign tables stay
+// within maxForeignIOs, the least recently used out, and one is reused for
+// the same catalog, bucket and credential.
+func TestForeignIOsBounded(t *testing.T) {
+	f := newSQLForeign(nil)
+	dir := t.TempDir()
+	first, err := f.storage(t.Context(), "acme", "file://"+dir+"/b0", map[string]string{"k": "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.storage(t.Context(), "acme", "file://"+dir+"/b0", map[string]string{"k": "0"})
+	if err != nil || again != first {
+		t.Fatalf("the same catalog, bucket and credential made a new client: %v", err)
+	}
+	for i := 1; i <= maxForeignIOs+10; i++ {
+		if _, err := f.storage(t.Context(), "acme", "file://"+dir, map[string]string{"k": strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := f.ios.Len(); n != maxForeignIOs {
+		t.Fatalf("%d storage clients kept, want the bound %d", n, maxForeignIOs)
+	}
+	if f.ios.Contains(ioKey("acme", "file://"+dir+"/b0", map[string]string{"k": "0"})) {
+		t.Fatal("the least recently used client was not dropped")
 	}
 }
