@@ -141,6 +141,13 @@ type CompactOptions struct {
 	Groups     int
 	// SmallBytes: files smaller than this are small.
 	SmallBytes int64
+	// TierBytes is the size below which a small file is in the first
+	// size tier; each further tier holds files up to four times larger.
+	// Only files of one tier are compacted together, so a file already
+	// compacted is not read again until MinFiles files of its size have
+	// gathered: each record is rewritten a few times at most, however long
+	// the export runs.
+	TierBytes int64
 	// Window: only partitions (days) within this of now are planned.
 	Window time.Duration
 }
@@ -163,6 +170,7 @@ func (o CompactOptions) withDefaults() CompactOptions {
 	def64(&o.GroupBytes, DefaultCompactGroupBytes)
 	def(&o.Groups, DefaultCompactGroups)
 	def64(&o.SmallBytes, DefaultCompactSmallBytes)
+	def64(&o.TierBytes, DefaultCompactTierBytes)
 	if o.Window <= 0 {
 		o.Window = DefaultCompactWindow
 	}

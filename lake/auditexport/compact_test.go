@@ -93,6 +93,56 @@ func TestCompactIncremental(t *testing.T) {
 	wantSeqs(t, rows, 305)
 }
 
+// TestCompactTiers is the regression test of the export's cost growing
+// with its run time: a file that a compaction wrote is not read again by
+// the next one, which compacts only the newer files of its own size tier.
+// Before tiers every compaction re-read the day's compacted file, so the
+// bytes rewritten per exported record grew all day.
+func TestCompactTiers(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	now := base.Add(time.Hour)
+	opts := auditexport.Options{Warehouse: wh, BatchSize: 10, Now: func() time.Time { return now },
+		Compact: auditexport.CompactOptions{MinFiles: 4}}
+	e.appendEvents(t, 90)
+	ex := auditexport.New(e.st, e.cat, e.lk, opts)
+	if _, err := ex.Export(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, err := ex.Compact(ctx)
+	if err != nil || first.Groups != 1 || first.FilesAfter != 1 {
+		t.Fatalf("first compaction: %+v, %v", first, err)
+	}
+	// The compacted file is larger than any exported one; the tier bound
+	// is set between them.
+	var largestSmall, compacted int64
+	_, tbl := e.exported(t)
+	for _, f := range dataFiles(t, tbl) {
+		if f.File.Count() > 10 {
+			compacted = f.File.FileSizeBytes()
+		} else {
+			largestSmall = max(largestSmall, f.File.FileSizeBytes())
+		}
+	}
+	if compacted <= largestSmall {
+		t.Fatalf("compacted file %d bytes, largest exported %d: the test needs it larger", compacted, largestSmall)
+	}
+	e.appendEvents(t, 40)
+	if _, err := ex.Export(ctx); err != nil {
+		t.Fatal(err)
+	}
+	opts.Compact.TierBytes = (largestSmall + compacted) / 2
+	second, err := auditexport.New(e.st, e.cat, e.lk, opts).Compact(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Groups != 1 || second.FilesBefore != 4 || second.BytesBefore >= compacted+4*largestSmall-compacted/2 {
+		t.Fatalf("second compaction: %+v; want only the 4 new small files of the day, not the %d-byte compacted one", second, compacted)
+	}
+	rows, _ := e.exported(t)
+	wantSeqs(t, rows, 130)
+}
+
 // TestCompactGroupBytesAndWindow: a group stops at GroupBytes of input;
 // partitions older than the window are never planned.
 func TestCompactGroupBytesAndWindow(t *testing.T) {
