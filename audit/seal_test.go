@@ -20,8 +20,9 @@ import (
 
 // memSeals is an in-memory warehouse with S3's create-only semantics.
 type memSeals struct {
-	mu   sync.Mutex
-	objs map[string][]byte
+	mu      sync.Mutex
+	objs    map[string][]byte
+	retired []string
 }
 
 func newMemSeals() *memSeals { return &memSeals{objs: map[string][]byte{}} }
