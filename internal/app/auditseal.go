@@ -20,6 +20,7 @@ import (
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
+	"github.com/floe-lake/floe/internal/awsspans"
 	"github.com/floe-lake/floe/objstore/bucket"
 )
 
@@ -131,6 +132,7 @@ func (a *App) SealObjects(ctx context.Context) (audit.SealRetirer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aws configuration: %w", err)
 	}
+	ac.APIOptions = append(ac.APIOptions, awsspans.APIOption) // S3 calls traced under their request
 	client := s3.NewFromConfig(ac, func(o *s3.Options) {
 		if a.cfg.S3.Endpoint != "" {
 			o.BaseEndpoint = aws.String(a.cfg.S3.Endpoint)
