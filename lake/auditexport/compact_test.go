@@ -1,6 +1,7 @@
 package auditexport_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -211,5 +212,53 @@ func TestTablePropertiesTurnOffGenericCompaction(t *testing.T) {
 	wantSeqs(t, rows, 4)
 	if p := tbl.Properties(); p[maint.PropCompactionEnabled] != "false" || p[table.MaxSnapshotAgeMsKey] != "900000" {
 		t.Fatalf("properties after upgrade: %v", p)
+	}
+}
+
+// TestBackgroundCompactsOncePerInterval: exports the tail wakes early do
+// not compact again before an interval has passed (under load the wakes
+// come every few hundred milliseconds, and each compaction plans the
+// recent files anew); the first export after it does.
+func TestBackgroundCompactsOncePerInterval(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	now := base.Add(time.Hour)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	wake := make(chan struct{})
+	done := make(chan auditexport.Result)
+	ex := auditexport.New(e.st, e.cat, e.lk, auditexport.Options{Warehouse: wh, BatchSize: 10, Interval: time.Hour, Now: clock,
+		Wake: wake, Compact: auditexport.CompactOptions{MinFiles: 2},
+		Observe: func(r auditexport.Result, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			done <- r
+		}})
+	ex.Start()
+	t.Cleanup(func() { ex.Close() })
+	round := func() int {
+		t.Helper()
+		e.appendEvents(t, 10) // two days' partitions: two files per export
+		wake <- struct{}{}
+		if r := <-done; r.Records != 10 {
+			t.Fatalf("export: %+v", r)
+		}
+		_, tbl := e.exported(t)
+		return len(dataFiles(t, tbl))
+	}
+	for i, want := range []int{2, 4, 6} {
+		if got := round(); got != want {
+			t.Fatalf("export %d: %d data files, want %d (no compaction within the interval)", i+1, got, want)
+		}
+	}
+	mu.Lock()
+	now = now.Add(time.Hour)
+	mu.Unlock()
+	if got := round(); got != 2 {
+		t.Fatalf("after an interval: %d data files, want 2 (each day's 4 files compacted into one)", got)
+	}
+	rows, _ := e.exported(t)
+	if len(rows) != 40 {
+		t.Fatalf("%d rows, want 40", len(rows))
 	}
 }
