@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 	"io"
-	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -13,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/floe-lake/floe/audit"
+	"github.com/floe-lake/floe/internal/testkit/s3double"
 	"github.com/floe-lake/floe/objstore/bucket"
-	"github.com/floe-lake/floe/objstore/s3api"
 )
 
 // TestSealObjectsRetire checks RetireSeal of both warehouse seal stores,
@@ -22,15 +20,8 @@ import (
 // seal leaves the listing, is kept under the retired prefix byte for byte,
 // and retiring it again is not an error.
 func TestSealObjectsRetire(t *testing.T) {
-	dir := t.TempDir()
-	objs, err := bucket.New(bucket.Options{Buckets: map[string]string{"whouse": filepath.Join(dir, "b")}, TempDir: filepath.Join(dir, "tmp")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { objs.Close() })
-	srv := httptest.NewServer(s3api.New(s3api.Options{Store: objs})) // authentication off
-	t.Cleanup(srv.Close)
-	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), UsePathStyle: true,
+	objs, url := s3double.Start(t, "whouse")
+	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(url), UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")})
 	const root = "warehouse/"
 	stores := []struct {

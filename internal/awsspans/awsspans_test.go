@@ -3,8 +3,6 @@ package awsspans_test
 import (
 	"context"
 	"io"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,25 +14,17 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/floe-lake/floe/internal/awsspans"
-	"github.com/floe-lake/floe/objstore/bucket"
-	"github.com/floe-lake/floe/objstore/s3api"
+	"github.com/floe-lake/floe/internal/testkit/s3double"
 )
 
 // client returns an S3 client with the tracing middleware, against Floe's
 // own S3 API standing in for S3.
 func client(t *testing.T) *s3.Client {
 	t.Helper()
-	dir := t.TempDir()
-	objs, err := bucket.New(bucket.Options{Buckets: map[string]string{"data": filepath.Join(dir, "b")}, TempDir: filepath.Join(dir, "tmp")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { objs.Close() })
-	srv := httptest.NewServer(s3api.New(s3api.Options{Store: objs})) // authentication off
-	t.Cleanup(srv.Close)
+	_, url := s3double.Start(t, "data")
 	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")}
 	cfg.APIOptions = append(cfg.APIOptions, awsspans.APIOption)
-	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint, o.UsePathStyle = aws.String(srv.URL), true })
+	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint, o.UsePathStyle = aws.String(url), true })
 }
 
 // TestSpans: each S3 call under a recording span is a child span named like

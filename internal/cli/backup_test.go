@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,8 +24,7 @@ import (
 	"github.com/floe-lake/floe/internal/app"
 	"github.com/floe-lake/floe/internal/pgtest"
 	"github.com/floe-lake/floe/internal/testkit"
-	"github.com/floe-lake/floe/objstore/bucket"
-	"github.com/floe-lake/floe/objstore/s3api"
+	"github.com/floe-lake/floe/internal/testkit/s3double"
 	"github.com/floe-lake/floe/store/backup"
 )
 
@@ -373,18 +371,12 @@ func mustSeals(t *testing.T, f *testkit.Floe) audit.SealObjects {
 // that fails uploads nothing.
 func TestBackupToS3(t *testing.T) {
 	dir := t.TempDir()
-	objs, err := bucket.New(bucket.Options{Buckets: map[string]string{"backups": filepath.Join(dir, "b")}, TempDir: filepath.Join(dir, "tmp")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { objs.Close() })
-	srv := httptest.NewServer(s3api.New(s3api.Options{Store: objs})) // authentication off: any key works
-	t.Cleanup(srv.Close)
+	_, url := s3double.Start(t, "backups")
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "none"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
-	env := map[string]string{"FLOE_S3_ENDPOINT": srv.URL, "FLOE_S3_PATH_STYLE": "true"}
+	env := map[string]string{"FLOE_S3_ENDPOINT": url, "FLOE_S3_PATH_STYLE": "true"}
 	data := []string{"--data-dir", filepath.Join(dir, "data"), "--log-level", "error"}
 	if _, _, err := runCLI(t, "", env, append([]string{"principal", "create", "etl"}, data...)...); err != nil {
 		t.Fatal(err)
