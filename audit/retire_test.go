@@ -23,8 +23,9 @@ func (m *memSeals) RetireSeal(_ context.Context, name, dir string) error {
 	return nil
 }
 
-// rewind does what a restore to record seq does to the store: the records
-// after it and the head move back, exactly as in the backup taken then.
+// rewind deletes the records after seq and moves the head back to it:
+// what a restore of a backup taken at seq does to the store, and what an
+// attacker with the store can do.
 func (s *sealed) rewind(t *testing.T, seq int64) {
 	t.Helper()
 	if _, err := s.db.Exec(`DELETE FROM audit_events WHERE seq > ?`, seq); err != nil {
