@@ -120,6 +120,9 @@ public class PlanScan {
       }
       System.out.println(JSON.writeValueAsString(out));
     }
+    System.out.flush();
+    // Exit now rather than wait for the SDKs' idle non-daemon threads.
+    System.exit(0);
   }
 
   static RESTCatalog catalog(String name, Map<String, String> base, String mode, String caseName) {
