@@ -142,6 +142,7 @@ class SpecValidator:
         _patch(doc, set())
         self.doc = doc
         self.registry = Registry().with_resource(BASE, Resource.from_contents(doc, default_specification=DRAFT202012))
+        self.requests_checked = 0  # request bodies validated
         self.routes = []
         for template, item in doc["paths"].items():
             rx = "^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)) + "$"
@@ -193,6 +194,7 @@ class SpecValidator:
                 schema = self._deref(rb)["content"].get("application/json", {}).get("schema")
                 if schema is not None:
                     errs += self._check(schema, ex.req_body, f"{where} request")
+                    self.requests_checked += 1
         responses = {str(k): v for k, v in op.get("responses", {}).items()}  # YAML reads 200 as a number
         resp = responses.get(str(ex.status)) or responses.get(f"{ex.status // 100}XX") or responses.get("default")
         if resp is None:

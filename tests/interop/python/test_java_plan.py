@@ -292,6 +292,9 @@ def test_same_rows_as_client_planning(run, name: str) -> None:
     server, client = line["server"], line["client"]
     plans = [ex for ex in side(run, name, "server") if is_plan(ex)]
     assert len(plans) >= 1 and all(ex.status == 200 for ex in plans)
+    # With storage-credentials in the plan, Scan.fileIO() (what PlanScan
+    # reads with) is a FileIO of those credentials, not the table's.
+    assert all(json.loads(ex.resp_body).get("storage-credentials") for ex in plans)
     assert "error" not in server, server.get("error")
     assert (server["table-class"], server["scan-class"]) == ("RESTTable", "RESTTableScan")
     assert server["rows"] == client["rows"]
@@ -365,13 +368,16 @@ def test_exchanges_conform_to_the_spec(run) -> None:
         errors += v.validate(ex)
         ops.add(v.operation_id(ex))
     assert not errors, "\n".join(errors[:20])
+    plans = [ex for ex in run["exchanges"] if is_plan(ex)]
+    assert plans and v.requests_checked >= len(plans)  # the Java client's plan requests were checked too
     assert {"getConfig", "getToken", "loadTable", "updateTable", "planTableScan", "fetchScanTasks",
             "reportMetrics"} <= ops, ops
 
 
 def test_validator_rejects_a_broken_plan(run) -> None:
-    """The validator can fail: a recorded plan response conforms, the same
-    response with a task's data file taken out does not."""
+    """The validator can fail: a recorded plan exchange conforms; the same
+    with a task's data file taken out of the response, or a snapshot-id
+    that is not a number in the request, does not."""
     v = SpecValidator()
     ex = next(ex for ex in run["case_exchanges"] if is_plan(ex) and b'"file-scan-tasks":[{' in ex.resp_body)
     assert v.validate(ex) == []
@@ -379,3 +385,7 @@ def test_validator_rejects_a_broken_plan(run) -> None:
     del body["file-scan-tasks"][0]["data-file"]
     broken = dataclasses.replace(ex, resp_body=json.dumps(body).encode())
     assert any("data-file" in e for e in v.validate(broken))
+    req = json.loads(ex.req_body)
+    req["snapshot-id"] = "latest"
+    broken = dataclasses.replace(ex, req_body=json.dumps(req).encode())
+    assert any("request" in e and "snapshot-id" in e for e in v.validate(broken)), v.validate(broken)
