@@ -67,13 +67,15 @@ const (
 // asyncPlans runs large plans on a bounded pool of workers and keeps each
 // plan's status, by plan id, until it expires.
 type asyncPlans struct {
-	cfg  AsyncPlanning
-	ttl  time.Duration
-	now  func() time.Time
-	sem  chan struct{} // one token per running plan
-	base context.Context
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	cfg AsyncPlanning
+	ttl time.Duration
+	// batchFiles is planBatchFiles (tests lower it).
+	batchFiles int
+	now        func() time.Time
+	sem        chan struct{} // one token per running plan
+	base       context.Context
+	stop       context.CancelFunc
+	wg         sync.WaitGroup
 
 	mu          sync.Mutex
 	jobs        map[string]*planJob
@@ -113,7 +115,7 @@ func newAsyncPlans(c AsyncPlanning, ttl time.Duration, now func() time.Time) *as
 		now = time.Now
 	}
 	base, stop := context.WithCancel(context.Background())
-	return &asyncPlans{cfg: c, ttl: ttl, now: now, sem: make(chan struct{}, c.Workers), base: base, stop: stop,
+	return &asyncPlans{cfg: c, ttl: ttl, now: now, batchFiles: planBatchFiles, sem: make(chan struct{}, c.Workers), base: base, stop: stop,
 		jobs: map[string]*planJob{}, byPrincipal: map[string]int{}}
 }
 
@@ -282,13 +284,8 @@ func (h *Handler) start(j *planJob, st *catalog.TableState, scan func(*table.Tab
 			return
 		}
 		defer func() { <-a.sem }()
-		large := func(t *table.Table) *scanPlan {
-			sp := scan(t)
-			sp.zip = true
-			return sp
-		}
 		start := time.Now()
-		res, err := h.plan(ctx, st, j.key, large)
+		res, err := h.planLarge(ctx, st, j.key, scan)
 		switch {
 		case ctx.Err() != nil:
 			a.finish(j, planCancelled, nil)
