@@ -61,6 +61,10 @@ type Planning struct {
 	// Async bounds asynchronous planning of large tables (see
 	// AsyncPlanning in planasync.go).
 	Async AsyncPlanning
+	// ManifestCacheBytes bounds the manifest lists and manifests kept in
+	// memory for planning (default DefaultManifestCacheBytes; negative:
+	// none). See manifestcache.go.
+	ManifestCacheBytes int64
 }
 
 // planner holds the plan caches of a Handler.
@@ -93,6 +97,12 @@ func newPlanner(p Planning, vendTTL time.Duration) *planner {
 	}
 	if vendTTL > 0 && p.TTL > vendTTL {
 		p.TTL = vendTTL
+	}
+	if p.ManifestCacheBytes == 0 {
+		p.ManifestCacheBytes = DefaultManifestCacheBytes
+	}
+	if p.ManifestCacheBytes > 0 && p.FS != nil {
+		p.FS = newManifestCache(p.FS, p.ManifestCacheBytes, p.Now)
 	}
 	return &planner{cfg: p,
 		results: newBoundedLRU[planKey, *planResult](p.CacheEntries, p.CacheBytes, p.TTL, p.Now),

@@ -430,6 +430,10 @@ type ScanPlanningSettings struct {
 	// default 4). Beyond either, planTableScan answers 503.
 	AsyncQueue        int `yaml:"async_queue"`
 	AsyncPerPrincipal int `yaml:"async_per_principal"`
+	// ManifestCacheBytes bounds the manifest lists and manifests kept in
+	// memory for planning (env FLOE_SCAN_PLANNING_MANIFEST_CACHE_BYTES,
+	// default 128 MiB; -1: none).
+	ManifestCacheBytes int64 `yaml:"manifest_cache_bytes"`
 }
 
 func (s ScanPlanningSettings) validate() error {
@@ -446,6 +450,8 @@ func (s ScanPlanningSettings) validate() error {
 		return fmt.Errorf("scan_planning.async_threshold_files %d: must be -1 (never) or more", s.AsyncThresholdFiles)
 	case s.AsyncWorkers < 0 || s.AsyncWorkers > 64:
 		return fmt.Errorf("scan_planning.async_workers %d: must be between 1 and 64", s.AsyncWorkers)
+	case s.ManifestCacheBytes < -1:
+		return fmt.Errorf("scan_planning.manifest_cache_bytes %d: must be -1 (none) or more", s.ManifestCacheBytes)
 	case s.AsyncQueue < 0 || s.AsyncPerPrincipal < 0:
 		return fmt.Errorf("scan_planning.async_queue and async_per_principal must not be negative")
 	}
@@ -647,7 +653,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	}
 	for name, dst := range map[string]*int64{"FLOE_SQL_CACHE_BYTES": &c.SQLCacheBytes, "FLOE_SQL_TABLE_CACHE_BYTES": &c.SQLTableCacheBytes,
 		"FLOE_METADATA_CACHE_BYTES": &c.MetadataCacheBytes, "FLOE_GC_HEADROOM": &c.GCHeadroom,
-		"FLOE_SCAN_PLANNING_CACHE_BYTES": &c.ScanPlanning.CacheBytes} {
+		"FLOE_SCAN_PLANNING_CACHE_BYTES": &c.ScanPlanning.CacheBytes, "FLOE_SCAN_PLANNING_MANIFEST_CACHE_BYTES": &c.ScanPlanning.ManifestCacheBytes} {
 		if v := getenv(name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
