@@ -39,8 +39,8 @@ const (
 // cancelPlanning stops it. Zero values mean the defaults.
 //
 // Plans are held by the node that made them: a plan id fetched on another
-// node is NoSuchPlanIdException (404), which clients take as an expired
-// plan and plan again (iceberg-go) or report.
+// node is NoSuchPlanIdException (404), which iceberg-go returns as
+// ErrPlanExpired (a plan to make again).
 type AsyncPlanning struct {
 	// ThresholdFiles is the number of files above which a plan runs in
 	// the background (default DefaultAsyncThresholdFiles; negative: never).

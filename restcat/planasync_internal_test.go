@@ -287,3 +287,26 @@ func TestAsyncPlanFailed(t *testing.T) {
 		t.Errorf("a failed plan still counts as in flight")
 	}
 }
+
+// TestAsyncPlanEvictedIsPlannedAgain: a completed plan whose result left
+// the plan cache before it was fetched is planned again in the background,
+// and its plan tasks then answer the same files.
+func TestAsyncPlanEvictedIsPlannedAgain(t *testing.T) {
+	f := newAsyncFixture(t)
+	close(f.fs.gate)
+	id := f.submit(t, "alice")
+	waitFor(t, "completion", func() bool { return f.status(t, "alice", id) == "completed" })
+	first := f.do(t, "alice", "GET", f.path+"/plan/"+id, "").Body.String()
+	j, ok := f.h.plans.async.job(id)
+	if !ok {
+		t.Fatal("no job")
+	}
+	f.h.plans.results.Remove(j.key)
+	if s := f.status(t, "alice", id); s != "submitted" {
+		t.Fatalf("evicted plan: %s, want submitted", s)
+	}
+	waitFor(t, "completion again", func() bool { return f.status(t, "alice", id) == "completed" })
+	if again := f.do(t, "alice", "GET", f.path+"/plan/"+id, "").Body.String(); again != first {
+		t.Errorf("planned again:\n%s\nfirst:\n%s", again, first)
+	}
+}
