@@ -58,6 +58,13 @@ type Planning struct {
 	TTL time.Duration
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// Async bounds asynchronous planning of large tables (see
+	// AsyncPlanning in planasync.go).
+	Async AsyncPlanning
+	// ManifestCacheBytes bounds the manifest lists and manifests kept in
+	// memory for planning (default DefaultManifestCacheBytes; negative:
+	// none). See manifestcache.go.
+	ManifestCacheBytes int64
 }
 
 // planner holds the plan caches of a Handler.
@@ -71,6 +78,8 @@ type planner struct {
 	// principal and table it was planned for. Async planning will keep a
 	// handle's status here while its result is computed.
 	handles *boundedLRU[string, planHandle]
+	// async runs the plans of large tables in the background.
+	async *asyncPlans
 }
 
 func newPlanner(p Planning, vendTTL time.Duration) *planner {
@@ -89,9 +98,16 @@ func newPlanner(p Planning, vendTTL time.Duration) *planner {
 	if vendTTL > 0 && p.TTL > vendTTL {
 		p.TTL = vendTTL
 	}
+	if p.ManifestCacheBytes == 0 {
+		p.ManifestCacheBytes = DefaultManifestCacheBytes
+	}
+	if p.ManifestCacheBytes > 0 && p.FS != nil {
+		p.FS = newManifestCache(p.FS, p.ManifestCacheBytes, p.Now)
+	}
 	return &planner{cfg: p,
 		results: newBoundedLRU[planKey, *planResult](p.CacheEntries, p.CacheBytes, p.TTL, p.Now),
-		handles: newBoundedLRU[string, planHandle](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now)}
+		handles: newBoundedLRU[string, planHandle](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now),
+		async:   newAsyncPlans(p.Async, p.TTL, p.Now)}
 }
 
 // planKey is what a plan's result depends on.
@@ -108,7 +124,8 @@ type planKey struct {
 // planResult is an encoded plan: its pages, each the members of a ScanTasks
 // object (without braces or plan-tasks).
 type planResult struct {
-	pages      [][]byte
+	pages      [][]byte // each deflated when zipped (see page)
+	zipped     bool
 	snapshot   int64
 	dataFiles  int
 	deleteFile int
@@ -234,6 +251,9 @@ func (h *Handler) planTableScan(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res, ok := h.plans.results.Get(key)
+	if !ok && h.plans.async.large(h.plans.cfg.FS, st, key) {
+		return h.submitPlan(w, r, st, key, scan, req)
+	}
 	if !ok {
 		if res, err = h.plan(r.Context(), st, key, scan); err != nil {
 			return err
@@ -387,6 +407,9 @@ type scanPlan struct {
 	stats          map[int]bool
 	key            planKey
 	snapshotSchema *iceberg.Schema
+	// zip marks a large (asynchronous) plan: its pages are kept deflated
+	// and its decoded files dropped as they are encoded.
+	zip bool
 }
 
 func (s *scanPlan) files(ctx context.Context) ([]table.FileScanTask, error) {
@@ -420,7 +443,7 @@ func (h *Handler) plan(ctx context.Context, st *catalog.TableState, key planKey,
 	}
 	tasks = lake.WholeFiles(tasks)
 	enc := &encoder{md: st.Metadata, stats: sp.stats, specs: map[int32]*iceberg.PartitionSpec{}, partTypes: map[int32][]iceberg.Type{}}
-	res := &planResult{snapshot: key.snapshot, dataFiles: len(tasks)}
+	res := &planResult{snapshot: key.snapshot, dataFiles: len(tasks), zipped: sp.zip}
 	deletes := map[string]bool{}
 	size := h.plans.cfg.PageSize
 	for i := 0; i < len(tasks) || i == 0; i += size {
@@ -436,7 +459,10 @@ func (h *Handler) plan(ctx context.Context, st *catalog.TableState, key planKey,
 		if err != nil {
 			return nil, floe.Wrap(floe.Internal, err, "cannot encode the plan")
 		}
-		res.pages = append(res.pages, b[1:len(b)-1]) // the members, without braces
+		res.add(b[1 : len(b)-1]) // the members, without braces
+		if sp.zip {
+			clear(chunk) // the decoded files of a large plan go as soon as they are encoded
+		}
 	}
 	res.deleteFile = len(deletes)
 	return res, nil
@@ -469,8 +495,12 @@ func (h *Handler) writeCompleted(w http.ResponseWriter, r *http.Request, wh stri
 		buf.Write(b)
 		w.Header().Set("Cache-Control", "no-store")
 	}
+	first, err := res.page(0)
+	if err != nil {
+		return err
+	}
 	buf.WriteByte(',')
-	buf.Write(res.pages[0])
+	buf.Write(first)
 	buf.WriteByte('}')
 	writeRaw(w, http.StatusOK, [][]byte{buf.Bytes()})
 	return nil
@@ -518,6 +548,9 @@ func (h *Handler) fetchPlanningResult(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	planID := r.PathValue("planid")
+	if job, ok := h.plans.async.job(planID); ok {
+		return h.fetchAsync(w, r, wh, id, st, write, job)
+	}
 	hd, err := h.handle(r, st, planID, "plan-id")
 	if err != nil {
 		return err
@@ -537,6 +570,9 @@ func (h *Handler) cancelPlanning(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	planID := r.PathValue("planid")
+	if job, ok := h.plans.async.job(planID); ok {
+		return h.cancelAsync(w, r, st, job)
+	}
 	if _, err := h.handle(r, st, planID, "plan-id"); err != nil {
 		return err
 	}
@@ -579,7 +615,11 @@ func (h *Handler) fetchScanTasks(w http.ResponseWriter, r *http.Request) error {
 	if page < 1 || page >= len(res.pages) {
 		return floe.E(floe.NotFound, "plan-task", "plan task does not exist: it is not one this server handed out")
 	}
-	writeRaw(w, http.StatusOK, [][]byte{[]byte("{"), res.pages[page], []byte("}")})
+	pg, err := res.page(page)
+	if err != nil {
+		return err
+	}
+	writeRaw(w, http.StatusOK, [][]byte{[]byte("{"), pg, []byte("}")})
 	return nil
 }
 

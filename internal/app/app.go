@@ -241,7 +241,9 @@ func (a *App) init(ctx context.Context) error {
 			return fmt.Errorf("scan planning: %w", err)
 		}
 		opts.Planning = &restcat.Planning{FS: fsys, PageSize: sp.PageSize, CacheEntries: sp.CacheEntries,
-			CacheBytes: sp.CacheBytes, TTL: sp.TTL}
+			CacheBytes: sp.CacheBytes, TTL: sp.TTL, Async: restcat.AsyncPlanning{ThresholdFiles: sp.AsyncThresholdFiles,
+				Workers: sp.AsyncWorkers, Queue: sp.AsyncQueue, PerPrincipal: sp.AsyncPerPrincipal},
+			ManifestCacheBytes: sp.ManifestCacheBytes}
 	}
 	if err := a.initForeign(); err != nil {
 		return err
@@ -457,6 +459,9 @@ func (a *App) Close(ctx context.Context) error {
 	errs = append(errs, a.stopSQL(ctx))
 	if a.srv != nil {
 		errs = append(errs, a.srv.Shutdown(ctx))
+	}
+	if a.rest != nil {
+		a.rest.Close() // background scan plans
 	}
 	if a.s3srv != nil {
 		errs = append(errs, a.s3srv.Shutdown(ctx))
