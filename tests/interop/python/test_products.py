@@ -24,6 +24,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 from collections import defaultdict
 from datetime import date
@@ -125,6 +126,85 @@ def test_metrics_equal_a_computation_over_the_base_tables(floe_demo, base) -> No
 
     refused = cli(floe_demo, "product", "metrics", "sales_pipeline", "win_rate", "--by", "stage", check=False)
     assert refused.returncode != 0 and 'cannot be grouped by "stage"' in refused.stderr
+
+
+def sql(srv, query: str, user: str = "admin", token: str | None = None) -> tuple[list[str], list[tuple]]:
+    """Runs query on the SQL endpoint with psycopg: the column names and rows."""
+    import psycopg
+
+    with psycopg.connect(host="127.0.0.1", port=srv.sql_port, dbname="floe", user=user, password=token or srv.fetch_token(),
+                         sslmode="disable", connect_timeout=10, autocommit=True) as conn:
+        cur = conn.execute(query)
+        return [d.name for d in cur.description], cur.fetchall()
+
+
+def open_pipeline_by_month_and_region(base) -> dict[tuple, float]:
+    accounts, opps = base
+    want: dict[tuple, float] = defaultdict(float)
+    for o in opps:
+        if o["amount"] is not None and o["stage"] is not None and OPEN(o["stage"]):
+            want[(truncate(o["close_date"], "month"), accounts[o["account_id"]]["region"])] += o["amount"]
+    return want
+
+
+def test_sql_endpoint_answers_a_metric_by_name(floe_demo, base) -> None:
+    """floe_metric(product, metric, grain => ..., dimensions => [...]) on the
+    SQL endpoint: the same numbers as the reference computed from the base
+    tables read with PyIceberg, no join written by the consumer; names the
+    product does not define are refused with their SQLSTATE."""
+    import psycopg
+
+    want = open_pipeline_by_month_and_region(base)
+    cols, rows = sql(floe_demo, "SELECT * FROM floe_metric('sales_pipeline', 'open_pipeline_value', "
+                                "grain => 'month', dimensions => ['region'])")
+    assert cols == ["month", "region", "open_pipeline_value"]
+    got = {(m.isoformat(), r): float(v) for m, r, v in rows}
+    assert got.keys() == want.keys()
+    for k, v in want.items():
+        assert got[k] == pytest.approx(v), k
+    assert [(m.isoformat(), r) for m, r, _ in rows] == sorted(got)  # ordered by the groups
+
+    # It composes like a table: filtered, joined with another metric.
+    _, rows = sql(floe_demo, """SELECT p.region, sum(p.open_pipeline_value), max(w.win_rate)
+        FROM floe_metric('sales_pipeline', 'open_pipeline_value', dimensions => ['region']) AS p
+        JOIN floe_metric('sales_pipeline', 'win_rate', dimensions => 'region') AS w USING (region)
+        WHERE p.open_pipeline_value > 0 GROUP BY 1 ORDER BY 1""")
+    by_region: dict[str, float] = defaultdict(float)
+    for (_, region), v in want.items():
+        by_region[region] += v
+    assert {r: float(v) for r, v, _ in rows} == pytest.approx({r: v for r, v in by_region.items() if v > 0})
+    assert all(0 <= float(w) <= 1 for _, _, w in rows)
+
+    for query, error, message in [
+        ("SELECT * FROM floe_metric('no_such_product', 'win_rate')", psycopg.errors.UndefinedObject,
+         'data product "no_such_product" does not exist'),
+        ("SELECT * FROM floe_metric('sales_pipeline', 'no_such_metric')", psycopg.errors.UndefinedObject,
+         'has no metric "no_such_metric" (metrics: open_pipeline_value, win_rate)'),
+        ("SELECT * FROM floe_metric('sales_pipeline', 'win_rate', grain => 'day')", psycopg.errors.InvalidParameterValue,
+         'allows the grains month, quarter, year, not "day"'),
+        ("SELECT * FROM floe_metric('sales_pipeline', 'win_rate', dimensions => ['stage'])", psycopg.errors.InvalidParameterValue,
+         'cannot be grouped by "stage"'),
+        ("SELECT * FROM floe_metric('sales_pipeline', 'win_rate', dimensions => ['region; DROP TABLE crm.accounts'])",
+         psycopg.errors.InvalidParameterValue, "cannot be grouped by"),
+    ]:
+        with pytest.raises(error, match=re.escape(message)):
+            sql(floe_demo, query)
+
+    # A principal who sees the product (DESCRIBE on an output) but may not
+    # read what the metric reads is refused, the privilege named.
+    admin = floe_demo.fetch_token()
+    p = floe_demo.request("POST", "/api/v1/principals", body={"name": "metric_describer"}, token=admin)
+    floe_demo.request("POST", "/api/v1/grants", token=admin, body={
+        "grantee": {"kind": "principal", "name": "metric_describer"}, "privilege": "DESCRIBE",
+        "on": {"kind": "table", "namespace": ["crm"], "name": "opportunities"}})
+    tok = floe_demo.fetch_token(p["client_id"], p["client_secret"])
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="SELECT"):
+        sql(floe_demo, "SELECT * FROM floe_metric('sales_pipeline', 'win_rate')", user="metric_describer", token=tok)
+    # One who does not see it is told it does not exist.
+    q = floe_demo.request("POST", "/api/v1/principals", body={"name": "metric_stranger"}, token=admin)
+    tok = floe_demo.fetch_token(q["client_id"], q["client_secret"])
+    with pytest.raises(psycopg.errors.UndefinedObject, match="does not exist"):
+        sql(floe_demo, "SELECT * FROM floe_metric('sales_pipeline', 'win_rate')", user="metric_stranger", token=tok)
 
 
 def test_expectations_pass_then_fail_after_a_bad_ingest(floe_demo) -> None:
