@@ -281,3 +281,57 @@ def test_select_on_the_product_reads_its_outputs(floe_demo) -> None:
     cli(floe_demo, "product", "revoke", "sales_pipeline", "SELECT", "FROM", "principal", "product_analyst")
     with pytest.raises(ForbiddenError):
         analyst.load_table("crm.opportunities")
+
+
+def test_a_shared_product_follows_its_versions(floe_demo, tmp_path) -> None:
+    """A product added to a share (`floe share add SHARE product NAME`)
+    shares its current outputs: a recipient reads the table output with
+    PyIceberg through the share catalog, sees the product's context (table
+    properties, the schema's floe.products.<name>), and a new version's
+    output appears while the removed one disappears."""
+    from pyiceberg.catalog.rest import RestCatalog
+    from pyiceberg.exceptions import NoSuchTableError
+
+    admin = floe_demo.fetch_token()
+    product = {"name": "account_directory", "domain": "sales", "owner": "admin",
+               "description": "Every customer account, with its region and industry.",
+               "outputs": [{"namespace": ["crm"], "table": "accounts", "description": "One row per account."}]}
+    floe_demo.request("POST", "/api/v1/products", body=product, token=admin)
+    share = "account_directory_share"
+    cli(floe_demo, "share", "create", share)
+    added = cli(floe_demo, "share", "add", share, "product", "account_directory").stdout
+    assert "added product account_directory" in added, added
+    profile = tmp_path / "r.share"
+    cli(floe_demo, "recipient", "create", "partner_co", "--profile-out", str(profile))
+    cli(floe_demo, "share", "grant", share, "TO", "partner_co")
+    token = json.loads(profile.read_text())["bearerToken"]
+    rcat = RestCatalog("shared", uri=f"{floe_demo.uri}/shares/{share}/iceberg", warehouse=share, token=token)
+
+    assert rcat.list_namespaces() == [("crm",)]
+    assert rcat.list_tables("crm") == [("crm", "accounts")]
+    t = rcat.load_table("crm.accounts")
+    provider = floe_demo.catalog().load_table("crm.accounts").scan().to_arrow()
+    got = t.scan().to_arrow()
+    assert got.num_rows == provider.num_rows > 0
+    assert sorted(got["account_id"].to_pylist()) == sorted(provider["account_id"].to_pylist())
+    assert t.properties["floe.product"] == "account_directory" and t.properties["comment"] == "One row per account."
+    ns_props = rcat.load_namespace_properties("crm")
+    assert ns_props["floe.products.account_directory"] == \
+        "Every customer account, with its region and industry. (version 1, owner admin, outputs crm.accounts)"
+    with pytest.raises(NoSuchTableError):
+        rcat.load_table("crm.opportunities")  # not an output of this product
+
+    # Version 2 publishes crm.activities instead of crm.accounts.
+    v2 = dict(product, version=1, outputs=[{"namespace": ["crm"], "table": "activities"}])
+    assert floe_demo.request("PUT", "/api/v1/products/account_directory", body=v2, token=admin)["version"] == 2
+    assert rcat.list_tables("crm") == [("crm", "activities")]
+    assert rcat.load_table("crm.activities").scan().to_arrow().num_rows == \
+        floe_demo.catalog().load_table("crm.activities").scan().to_arrow().num_rows
+    with pytest.raises(NoSuchTableError):
+        rcat.load_table("crm.accounts")
+    assert "version 2" in rcat.load_namespace_properties("crm")["floe.products.account_directory"]
+
+    shown = json.loads(cli(floe_demo, "share", "show", share, "--json").stdout)
+    assert [(o["kind"], o["name"]) for o in shown["objects"]] == [("product", "account_directory")]
+    cli(floe_demo, "share", "remove", share, "account_directory")
+    assert rcat.list_namespaces() == []
