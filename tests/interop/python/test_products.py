@@ -335,3 +335,58 @@ def test_a_shared_product_follows_its_versions(floe_demo, tmp_path) -> None:
     assert [(o["kind"], o["name"]) for o in shown["objects"]] == [("product", "account_directory")]
     cli(floe_demo, "share", "remove", share, "account_directory")
     assert rcat.list_namespaces() == []
+
+
+def test_select_on_the_product_reads_its_definer_views_and_nothing_else(floe_demo, base) -> None:
+    """The demo's views are owned by crm_steward (not an administrator) and
+    run with its rights (SECURITY DEFINER): a principal granted SELECT on
+    the product, and nothing else, reads crm.pipeline and
+    crm.pipeline_by_account through the SQL endpoint (and the metrics over
+    them) without any grant on the base tables, and still cannot read the
+    base table crm.accounts by any path: the SQL endpoint, directly or in a
+    join, nor loadTable."""
+    import psycopg
+    from pyiceberg.exceptions import ForbiddenError
+
+    cat = floe_demo.catalog()
+    for v in ("pipeline", "pipeline_by_account"):
+        view = cat.load_view(f"crm.{v}")
+        assert view.metadata.properties["floe.security"] == "definer", v
+        assert view.metadata.versions[-1].summary["floe.definer"] == "crm_steward", v
+
+    admin = floe_demo.fetch_token()
+    p = floe_demo.request("POST", "/api/v1/principals", body={"name": "pipeline_reader"}, token=admin)
+    cli(floe_demo, "product", "grant", "sales_pipeline", "SELECT", "TO", "principal", "pipeline_reader")
+    tok = floe_demo.fetch_token(p["client_id"], p["client_secret"])
+    grants = floe_demo.request("GET", "/api/v1/grants?grantee=pipeline_reader", token=admin)["grants"]
+    assert [(g["privilege"], g.get("tag_expression")) for g in grants] == [("SELECT", "floe.product.sales_pipeline = output")]
+
+    def as_reader(query: str):
+        return sql(floe_demo, query, user="pipeline_reader", token=tok)
+
+    # The views, as the administrator reads them.
+    _, want = sql(floe_demo, "SELECT count(*), sum(amount) FROM crm.pipeline")
+    _, got = as_reader("SELECT count(*), sum(amount) FROM crm.pipeline")
+    assert got == want and got[0][0] > 0
+    _, want = sql(floe_demo, "SELECT * FROM crm.pipeline_by_account ORDER BY account_id")
+    _, got = as_reader("SELECT * FROM crm.pipeline_by_account ORDER BY account_id")
+    assert got == want and len(got) == len(base[0])
+    # A metric over a definer view needs nothing more either.
+    _, got = as_reader("SELECT * FROM floe_metric('sales_pipeline', 'open_pipeline_value', grain => 'month', dimensions => ['region'])")
+    _, want = sql(floe_demo, "SELECT * FROM floe_metric('sales_pipeline', 'open_pipeline_value', grain => 'month', dimensions => ['region'])")
+    assert got == want and got
+
+    # The base table that is no output stays closed, by every path.
+    for query in ("SELECT * FROM crm.accounts",
+                  "SELECT count(*) FROM floe.crm.accounts",
+                  "SELECT p.* FROM crm.pipeline p JOIN crm.accounts a USING (account_id)",
+                  "WITH a AS (SELECT * FROM crm.accounts) SELECT count(*) FROM a",
+                  "SELECT * FROM crm.pipeline WHERE account_id IN (SELECT account_id FROM crm.accounts)"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="SELECT"):
+            as_reader(query)
+    reader = floe_demo.catalog(credential=f"{p['client_id']}:{p['client_secret']}")
+    with pytest.raises(ForbiddenError):
+        reader.load_table("crm.accounts")
+    # Nor can the reader make a definer view of its own over it.
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        as_reader("CREATE VIEW crm.mine SECURITY DEFINER AS SELECT * FROM crm.accounts")
