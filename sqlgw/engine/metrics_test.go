@@ -76,6 +76,14 @@ func TestMetricFunction(t *testing.T) {
 	} {
 		execErr(t, admin, tc.q, tc.code, tc.msg)
 	}
+	// A view over a metric: the call is resolved at each read.
+	execTag(t, admin, "CREATE VIEW crm.payroll_by_region AS SELECT * FROM floe_metric('staff', 'payroll', dimensions => ['region'])")
+	same(t, nil, mustRows(t, admin, "SELECT * FROM crm.payroll_by_region ORDER BY region"), hand)
+	// INSERT ... SELECT from a metric.
+	execTag(t, admin, "CREATE TABLE crm.payroll_copy AS SELECT * FROM floe_metric('staff', 'payroll', dimensions => ['region']) WHERE false")
+	execTag(t, admin, "INSERT INTO crm.payroll_copy SELECT * FROM floe_metric('staff', 'payroll', dimensions => ['region'])")
+	same(t, nil, mustRows(t, admin, "SELECT * FROM crm.payroll_copy ORDER BY region"), hand)
+
 	q := "SELECT * FROM floe_metric('staff', 'payroll', dimensions => ['region'])"
 	// Not seeing the product is not knowing it exists.
 	execErr(t, e.connect(t, "nobody", tokens["nobody"]), q, "42704", `data product "staff" does not exist`)
