@@ -16,6 +16,13 @@ crm.opportunities, two metrics and five expectations. Here:
   (product.check, outcome failure).
 * A principal with DESCRIBE on no output does not see the product; one with
   DESCRIBE on an output does.
+* The SQL endpoint answers a metric by name (floe_metric, psycopg) with the
+  same numbers as the PyIceberg reference, and refuses names the product
+  does not define (42704, 22023) and readers without SELECT (42501).
+* A product added to a share follows its versions: a recipient reads its
+  outputs with PyIceberg through the share catalog.
+* The demo's views run with the rights of crm_steward (definer rights): a
+  principal granted SELECT on the product reads them, never crm.accounts.
 """
 
 from __future__ import annotations
