@@ -434,9 +434,19 @@ func (a *App) URL() string {
 
 // AdminToken issues a token for the admin principal (for in-process tools such as the demo loader).
 func (a *App) AdminToken(ctx context.Context) (string, error) {
-	p, err := a.store.PrincipalByName(ctx, "admin")
+	return a.PrincipalToken(ctx, "admin")
+}
+
+// PrincipalToken issues an access token for the principal name with its
+// scopes, in process (no secret involved): the demo acts as the principals
+// it creates with it. A disabled principal gets none.
+func (a *App) PrincipalToken(ctx context.Context, name string) (string, error) {
+	p, err := a.store.PrincipalByName(ctx, name)
 	if err != nil {
 		return "", err
+	}
+	if p.Disabled {
+		return "", floe.E(floe.Forbidden, "principal", "principal %q is disabled", name)
 	}
 	t, err := a.auth.Issue(ctx, p, p.Scopes)
 	if err != nil {
