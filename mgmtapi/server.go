@@ -105,6 +105,9 @@ type Options struct {
 	// CleanRooms manages clean-room collaborations; nil makes the clean
 	// room endpoints answer 406 (unsupported).
 	CleanRooms CleanRooms
+	// AuditLog reads and verifies the audit log for GET /api/v1/audit
+	// and /api/v1/audit/verify; nil makes them answer 406 (unsupported).
+	AuditLog AuditReader
 	// Backup writes a backup of the metadata store for GET
 	// /api/v1/admin/backup; nil makes it answer 406 (unsupported).
 	Backup Backuper
@@ -199,7 +202,7 @@ func (h *Handler) table() []route {
 
 // routes is every operation served.
 func (h *Handler) routes() []route {
-	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes(), h.catalogRoutes(), h.productRoutes(), h.cleanroomRoutes(), h.backupRoutes())
+	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes(), h.catalogRoutes(), h.productRoutes(), h.cleanroomRoutes(), h.backupRoutes(), h.auditRoutes())
 }
 
 // Routes lists the operations served, as "METHOD /path/{param}".

@@ -11,6 +11,7 @@ import (
 	"github.com/floe-lake/floe/internal/metrics"
 	"github.com/floe-lake/floe/internal/netlimit"
 	"github.com/floe-lake/floe/internal/obs"
+	"github.com/floe-lake/floe/console"
 	"github.com/floe-lake/floe/oauth"
 	"github.com/floe-lake/floe/sharing/sharecat"
 )
@@ -120,6 +121,8 @@ func listenerOf(path string, ds, shareCat bool) string {
 		return "sharecat"
 	case oauth.Routes(path):
 		return "oauth"
+	case console.Route(path):
+		return "console"
 	}
 	return "rest"
 }
