@@ -106,6 +106,11 @@ func TestConsoleActsWithTheCallersRights(t *testing.T) {
 	if st, body := v.do("GET", "/console/api/proxy/v1/"+f.Warehouse+"/namespaces/crm/tables/opportunities", ""); st != 200 {
 		t.Fatalf("viewer loads the table's metadata: %d %s", st, body)
 	}
+	// Not even the admin's browser is handed storage keys.
+	st, body = admin.do("GET", "/console/api/proxy/v1/"+f.Warehouse+"/namespaces/crm/tables/opportunities", "")
+	if st != 200 || strings.Contains(string(body), "secret-access-key") || strings.Contains(string(body), "storage-credentials") {
+		t.Fatalf("the console was given storage credentials: %d %s", st, body)
+	}
 	if st, body := v.do("POST", "/console/api/proxy/api/v1/grants",
 		strings.Replace(grant, `"SELECT"`, `"DESCRIBE"`, 1)); st != 403 {
 		t.Fatalf("viewer grants: %d %s, want 403", st, body)

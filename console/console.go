@@ -424,6 +424,9 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 	out.Header.Del("Cookie")
 	out.Header.Del(CSRFHeader)
 	out.Header.Set("Authorization", "Bearer "+s.token)
+	// The console reads metadata only: no storage credentials are vended
+	// into the browser (remote signing answers with a signer address).
+	out.Header.Set("X-Iceberg-Access-Delegation", "remote-signing")
 	w.Header().Set("Cache-Control", "no-store")
 	h.opts.Upstream.ServeHTTP(w, out)
 }

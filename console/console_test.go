@@ -51,7 +51,7 @@ func (u *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"principal": "someone", "admin": false})
 	default:
 		_ = json.NewEncoder(w).Encode(map[string]any{"method": r.Method, "path": r.URL.Path, "query": r.URL.RawQuery,
-			"authorization": r.Header.Get("Authorization"), "cookie": r.Header.Get("Cookie"), "csrf": r.Header.Get(console.CSRFHeader), "body": string(body)})
+			"authorization": r.Header.Get("Authorization"), "delegation": r.Header.Get("X-Iceberg-Access-Delegation"), "cookie": r.Header.Get("Cookie"), "csrf": r.Header.Get(console.CSRFHeader), "body": string(body)})
 	}
 }
 
@@ -209,8 +209,9 @@ func TestProxyUsesTheSessionsToken(t *testing.T) {
 	}
 	var got map[string]string
 	_ = json.Unmarshal(w.Body.Bytes(), &got)
-	if got["path"] != "/api/v1/grants" || got["query"] != "namespace=crm" || got["authorization"] != "Bearer "+tok || got["cookie"] != "" {
-		t.Fatalf("upstream saw %v; want /api/v1/grants?namespace=crm with the session's token and no cookie", got)
+	if got["path"] != "/api/v1/grants" || got["query"] != "namespace=crm" || got["authorization"] != "Bearer "+tok || got["cookie"] != "" ||
+		got["delegation"] != "remote-signing" {
+		t.Fatalf("upstream saw %v; want /api/v1/grants?namespace=crm with the session's token, no cookie, remote signing (no vended keys)", got)
 	}
 	// Another session's calls carry its own token.
 	s2 := r.login(t, "c2")

@@ -243,7 +243,7 @@ function histogramChart(buckets) {
   buckets.forEach((b, i) => {
     const n = b.files || b.count || 0;
     const h = (n / max) * (H - T - B);
-    const label = b.max ? `< ${fmtBytes(b.max)}` : `≥ ${fmtBytes(b.min)}`;
+    const label = b.max_bytes ? `< ${fmtBytes(b.max_bytes)}` : `≥ ${fmtBytes(b.min_bytes)}`;
     const g = el('g', { class: 'bucket' }, el('title', {}, `${label}: ${n} files`));
     g.append(el('rect', { x: L + i * bw + 4, y: H - B - h, width: bw - 8, height: Math.max(n ? 1 : 0, h), fill: i === 0 ? '#f08c00' : '#1f6feb' }));
     g.append(el('text', { x: L + i * bw + 4, y: H - B + 14 }, label));
@@ -332,7 +332,7 @@ async function renderTable(nsName, name) {
         el('p', {}, `${(s.data_files || 0).toLocaleString()} data files, ${(s.delete_files || 0).toLocaleString()} delete files, ${(s.records || 0).toLocaleString()} rows, ${fmtBytes(s.bytes)} in the current snapshot.`),
         histogramChart(s.size_histogram),
         el('h2', {}, 'Maintenance'),
-        (s.maintenance_runs || []).length ? table(['Job', 'Outcome', 'Started', 'Finished'], s.maintenance_runs.map((r) => [r.job, r.outcome, r.started || '', r.finished || ''])) : el('p', { class: 'muted' }, 'no maintenance runs yet'));
+        (s.maintenance_runs || []).length ? table(['Job', 'Outcome', 'Started', 'Finished', 'Detail'], s.maintenance_runs.map((r) => [r.job, r.outcome, r.started || '', r.finished || '', r.detail || ''])) : el('p', { class: 'muted' }, 'no maintenance runs yet'));
     }).catch((e) => sizes.replaceChildren(errorBox(e)));
     runQuery(`SELECT * FROM ${quoteIdent(nsName)}.${quoteIdent(name)} LIMIT 20`, 20).then(({ cols: c, rows }) => {
       preview.replaceChildren(grid(c, rows));

@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/floe-lake/floe/console"
 	"github.com/floe-lake/floe/internal/metrics"
 	"github.com/floe-lake/floe/internal/netlimit"
 	"github.com/floe-lake/floe/internal/obs"
-	"github.com/floe-lake/floe/console"
 	"github.com/floe-lake/floe/oauth"
 	"github.com/floe-lake/floe/sharing/sharecat"
 )

@@ -17,8 +17,8 @@ import (
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
-	"github.com/floe-lake/floe/console"
 	"github.com/floe-lake/floe/cleanroom"
+	"github.com/floe-lake/floe/console"
 	"github.com/floe-lake/floe/internal/keywrap"
 	"github.com/floe-lake/floe/internal/metrics"
 	"github.com/floe-lake/floe/internal/netlimit"
@@ -276,7 +276,7 @@ func (a *App) init(ctx context.Context) error {
 	mgmt := a.mgmtHandler()
 	ds := a.deltaSharing()        // nil: not mounted
 	shareCat := a.shareCatalogs() // nil: not mounted
-	var con http.Handler // nil: the console is off
+	var con http.Handler          // nil: the console is off
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if con != nil && console.Route(r.URL.Path) {
 			con.ServeHTTP(w, r)

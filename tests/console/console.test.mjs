@@ -1,0 +1,317 @@
+// Browser tests of Floe's web console: playwright-core drives Debian's
+// Chromium (headless) against `floe serve --demo`.
+//
+//   FLOE_BIN=$PWD/bin/floe npm --prefix tests/console test
+//
+// FLOE_BIN is the binary (default ../../bin/floe), CHROMIUM the browser
+// (default /usr/bin/chromium), FLOE_CONSOLE_ARTIFACTS where screenshots go
+// (default tests/console/artifacts).
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const BIN = resolve(process.env.FLOE_BIN || join(here, '../../bin/floe'));
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const ARTIFACTS = resolve(process.env.FLOE_CONSOLE_ARTIFACTS || join(here, 'artifacts'));
+const ADMIN_ID = 'console-admin';
+const ADMIN_SECRET = 'console-admin-secret-0123456789';
+const XSS = '<img src=x onerror=alert(1)>';
+const XSS2 = '<script>alert(2)</script>';
+const XSS_NS = '<svg onload=alert(3)>'; // a namespace level may not hold '/'
+
+let floe; let dataDir; let base; let browser; let adminToken; let viewer; let floeLog = '';
+
+function freePort() {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => res(port)); });
+    s.on('error', rej);
+  });
+}
+
+async function api(method, path, body, token = adminToken) {
+  const r = await fetch(base + path, {
+    method, headers: { Authorization: `Bearer ${token}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await r.text();
+  let data = text;
+  try { data = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: r.status, data };
+}
+
+async function tokenFor(id, secret) {
+  const r = await fetch(base + '/v1/oauth/tokens', {
+    method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: id, client_secret: secret }),
+  });
+  assert.equal(r.status, 200, 'token endpoint');
+  return (await r.json()).access_token;
+}
+
+before(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  dataDir = mkdtempSync(join(tmpdir(), 'floe-console-'));
+  const [p, s3, sql] = await Promise.all([freePort(), freePort(), freePort()]);
+  base = `http://127.0.0.1:${p}`;
+  floe = spawn(BIN, ['serve', '--demo', '--data-dir', dataDir, '--listen', `127.0.0.1:${p}`, '--s3-listen', `127.0.0.1:${s3}`,
+    '--sql-listen', `127.0.0.1:${sql}`, '--admin-listen', 'off'], {
+    env: { ...process.env, FLOE_BOOTSTRAP_CREDENTIAL: `${ADMIN_ID}:${ADMIN_SECRET}`, FLOE_MAINTENANCE: 'false' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  await new Promise((res, rej) => {
+    const timer = setTimeout(() => rej(new Error('floe serve --demo did not get ready in 180 s:\n' + floeLog)), 180000);
+    const onData = (d) => {
+      floeLog += d;
+      if (floeLog.includes('Press Ctrl-C to stop')) { clearTimeout(timer); res(); }
+    };
+    floe.stdout.on('data', onData);
+    floe.stderr.on('data', (d) => { floeLog += d; });
+    floe.on('exit', (code) => { clearTimeout(timer); rej(new Error(`floe exited (${code}):\n${floeLog}`)); });
+  });
+  adminToken = await tokenFor(ADMIN_ID, ADMIN_SECRET);
+  // A role to grant to, a principal holding DESCRIBE only, and names and
+  // tags holding markup.
+  assert.equal((await api('POST', '/api/v1/roles', { name: 'analysts' })).status, 201);
+  const v = await api('POST', '/api/v1/principals', { name: 'viewer' });
+  assert.equal(v.status, 201, JSON.stringify(v.data));
+  viewer = { id: v.data.client_id, secret: v.data.client_secret };
+  const g = await api('POST', '/api/v1/grants', { grantee: { kind: 'principal', name: 'viewer' }, privilege: 'DESCRIBE',
+    on: { kind: 'namespace', namespace: ['crm'] }, all_tables: true });
+  assert.equal(g.status, 201, JSON.stringify(g.data));
+  const t = await api('PUT', '/api/v1/tags', { target: { on: { kind: 'table', namespace: ['crm'], name: 'opportunities' }, column: 'stage' }, tags: { note: XSS } });
+  assert.equal(t.status, 200, JSON.stringify(t.data));
+  const t2 = await api('PUT', '/api/v1/tags', { target: { on: { kind: 'table', namespace: ['crm'], name: 'opportunities' } }, tags: { owner: XSS2 } });
+  assert.equal(t2.status, 200, JSON.stringify(t2.data));
+  const ns = await api('POST', '/v1/floe/namespaces', { namespace: [XSS_NS], properties: { comment: XSS } });
+  assert.equal(ns.status, 200, JSON.stringify(ns.data));
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (floe && floe.exitCode === null) {
+    floe.removeAllListeners('exit');
+    floe.kill('SIGTERM');
+    await new Promise((res) => { floe.on('exit', res); setTimeout(res, 10000); });
+  }
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+// page opens a context in which any dialog, page error or request to
+// another origin fails the test.
+async function newPage(t) {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  const page = await ctx.newPage();
+  const problems = [];
+  page.on('dialog', async (d) => { problems.push(`dialog fired: ${d.message()}`); await d.dismiss(); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('request', (r) => { if (!r.url().startsWith(base) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) problems.push(`external request: ${r.url()}`); });
+  t.after(async () => { await ctx.close(); });
+  return { ctx, page, problems };
+}
+
+async function signIn(page, id, secret) {
+  const resp = await page.goto(base + '/console/');
+  assert.ok(resp.headers()['content-security-policy'].includes("default-src 'self'"), 'CSP header on /console/');
+  await page.getByLabel('Client id').fill(id);
+  await page.getByLabel('Client secret').fill(secret);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.locator('#who').filter({ hasText: /\S/ }).waitFor();
+}
+
+const shot = (page, name) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+
+test('admin: sign in, browse, grant, share, query, audit', async (t) => {
+  const { ctx, page, problems } = await newPage(t);
+  await signIn(page, ADMIN_ID, ADMIN_SECRET);
+
+  // The session cookie: HttpOnly, SameSite=Strict, scoped to /console/.
+  const cookies = await ctx.cookies(base + '/console/');
+  const c = cookies.find((x) => x.name === 'floe_console');
+  assert.ok(c, 'session cookie set');
+  assert.equal(c.httpOnly, true);
+  assert.equal(c.sameSite, 'Strict');
+  assert.equal(c.path, '/console/');
+  assert.equal(await page.evaluate(() => document.cookie), '', 'the page script cannot read the session cookie');
+
+  // Catalog with search.
+  await page.locator('#catalog a', { hasText: 'opportunities' }).waitFor();
+  await shot(page, 'catalog');
+  await page.getByLabel('Search the catalog').fill('opport');
+  assert.equal(await page.locator('#catalog a').count(), 1, 'the search leaves crm.opportunities alone');
+  const t0 = Date.now();
+  await page.locator('#catalog a', { hasText: 'opportunities' }).click();
+
+  // Table page: schema, timeline and histogram.
+  await page.locator('#timeline g.snap rect').first().waitFor();
+  await page.locator('#histogram g.bucket rect').first().waitFor();
+  await page.locator('#histogram text', { hasText: '< 1.0 MiB' }).waitFor();
+  const interactive = Date.now() - t0;
+  console.log(`table page of crm.opportunities interactive in ${interactive} ms (click to timeline + histogram drawn)`);
+  await page.locator('#schema td', { hasText: 'stage' }).first().waitFor();
+  await page.locator('#preview table').waitFor();
+  assert.ok(await page.locator('#grant-editor').isVisible(), 'the admin sees the grant editor');
+
+  // Grant SELECT to the role analysts.
+  await page.locator('#grantee-kind').selectOption('role');
+  await page.locator('#grantee-name').fill('analysts');
+  await page.locator('#grant-privilege').selectOption('SELECT');
+  await page.locator('#grant-editor button[type=submit]').click();
+  await page.locator('#access td', { hasText: 'role analysts' }).waitFor();
+  await shot(page, 'table');
+
+  // A share with the table, and a recipient whose profile is shown once.
+  await page.getByRole('link', { name: 'Shares' }).click();
+  await page.locator('#share-name').fill('console_share');
+  await page.locator('#share-table').fill('crm.opportunities');
+  await page.locator('#share-form button[type=submit]').click();
+  await page.locator('#share-list td', { hasText: 'console_share' }).waitFor();
+  await page.locator('#recipient-name').fill('acme');
+  await page.locator('#recipient-share').fill('console_share');
+  await page.locator('#recipient-form button[type=submit]').click();
+  await page.locator('#profile').waitFor();
+  const profile = JSON.parse(await page.locator('#profile').textContent());
+  assert.ok(profile.bearerToken, 'the profile carries the bearer token');
+  await page.locator('#share-list td', { hasText: 'acme' }).first().waitFor();
+  await shot(page, 'shares');
+
+  // An SQL query with results and a CSV export.
+  await page.getByRole('link', { name: 'Query' }).click();
+  await page.locator('#sql').fill('SELECT stage, count(*) AS n FROM crm.opportunities GROUP BY stage ORDER BY stage');
+  await page.locator('#run').click();
+  await page.locator('#row-count').waitFor();
+  assert.ok(await page.locator('#results table td').count() > 0, 'the grid has rows');
+  await shot(page, 'query');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.locator('#export-csv').click()]);
+  const csv = readFileSync(await download.path(), 'utf8');
+  assert.match(csv, /^"?stage"?,"?n"?\r?\nClosed Lost,\d+/, 'CSV export: the header, then the rows');
+
+  // The audit page shows all of it, and the chain verifies.
+  await page.getByRole('link', { name: 'Audit' }).click();
+  await page.locator('#audit-verify .badge.ok').waitFor();
+  await page.locator('#audit-principal').fill('admin');
+  await page.locator('#audit-filter button[type=submit]').click();
+  await page.locator('#audit-results td').first().waitFor();
+  const actions = await page.locator('#audit-results tbody tr td:nth-child(4)').allTextContents();
+  for (const want of ['mgmt.grant.create', 'mgmt.share.create', 'mgmt.share.object.add', 'mgmt.recipient.create', 'mgmt.share.grant', 'sql.query', 'oauth.token']) {
+    assert.ok(actions.includes(want), `audit page shows ${want} (got ${[...new Set(actions)].join(', ')})`);
+  }
+  await shot(page, 'audit');
+
+  // Sign out: the audit records the token revoked.
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('Client id').waitFor();
+  const out = await api('GET', '/api/v1/audit?action=console.logout&limit=1');
+  assert.equal(out.status, 200);
+  assert.equal(out.data.records[0].detail.token_revoked, true, 'logout revoked the session token');
+  assert.deepEqual(problems, []);
+});
+
+test('a principal with DESCRIBE only sees metadata but no data and no grant editor', async (t) => {
+  const { page, problems } = await newPage(t);
+  await signIn(page, viewer.id, viewer.secret);
+  await page.locator('#catalog a', { hasText: 'opportunities' }).click();
+  await page.locator('#timeline').waitFor();
+  await page.locator('#sizes', { hasText: 'need SELECT' }).waitFor();
+  await page.locator('#access').filter({ hasNotText: 'Loading' }).waitFor();
+  assert.equal(await page.locator('#grant-editor').count(), 0, 'no grant editor');
+  assert.equal(await page.locator('#preview table').count(), 0, 'no data preview');
+  assert.equal(await page.locator('#histogram').count(), 0, 'no file statistics');
+  await shot(page, 'table-describe-only');
+  await page.getByRole('link', { name: 'Query' }).click();
+  await page.locator('#sql').fill('SELECT * FROM crm.opportunities LIMIT 5');
+  await page.locator('#run').click();
+  await page.locator('#results .error').waitFor();
+  assert.match(await page.locator('#results .error').textContent(), /^403: .*(SELECT|42501)/);
+  assert.equal(await page.locator('#results table').count(), 0, 'no rows');
+  await page.getByRole('link', { name: 'Audit' }).click();
+  await page.locator('#audit-results .error').waitFor();
+  assert.match(await page.locator('#audit-results .error').textContent(), /^403/);
+  assert.deepEqual(problems, []);
+});
+
+test('markup in names and tags stays text; no dialog fires', async (t) => {
+  const { page, problems } = await newPage(t);
+  await signIn(page, ADMIN_ID, ADMIN_SECRET);
+  const card = page.locator('#catalog section h3', { hasText: XSS_NS });
+  await card.waitFor();
+  assert.equal(await card.textContent(), XSS_NS, 'the namespace name is shown as text');
+  assert.equal(await page.locator('main svg').count(), 0, 'no <svg> element made from a name');
+  await page.goto(base + '/console/#/table/crm/opportunities');
+  await page.locator('#schema td.coltags', { hasText: XSS }).waitFor();
+  await page.locator('#table-tags', { hasText: XSS2 }).waitFor();
+  assert.equal(await page.locator('img[src=x]').count(), 0, 'no <img> element made from a tag');
+  assert.equal(await page.locator('main script').count(), 0, 'no <script> element made from a tag');
+  await page.waitForTimeout(500);
+  await shot(page, 'xss-inert');
+  assert.deepEqual(problems, [], 'no dialog, page error or external request');
+});
+
+test('CSRF: cross-site and token-less state changes are refused', async (t) => {
+  const { ctx, page } = await newPage(t);
+  await signIn(page, ADMIN_ID, ADMIN_SECRET);
+  const cookie = (await ctx.cookies(base + '/console/')).find((x) => x.name === 'floe_console');
+  const grant = JSON.stringify({ grantee: { kind: 'role', name: 'analysts' }, privilege: 'DESCRIBE', on: { kind: 'table', namespace: ['crm'], name: 'accounts' } });
+  const post = (headers) => fetch(base + '/console/api/proxy/api/v1/grants', {
+    method: 'POST', body: grant, headers: { Cookie: `floe_console=${cookie.value}`, 'Content-Type': 'application/json', ...headers } });
+  // What a page of another site could send: the cookie (were it sent at all), no token.
+  let r = await post({ Origin: 'http://evil.example', 'Sec-Fetch-Site': 'cross-site' });
+  assert.equal(r.status, 403, 'cross-site POST without the token');
+  r = await post({ Origin: base });
+  assert.equal(r.status, 403, 'same-origin POST without the token');
+  const { csrf_token: csrf } = await (await fetch(base + '/console/api/session', { headers: { Cookie: `floe_console=${cookie.value}` } })).json();
+  r = await post({ Origin: 'http://evil.example', 'X-CSRF-Token': csrf });
+  assert.equal(r.status, 403, 'cross-origin POST even with the token');
+  const g = await api('GET', '/api/v1/grants?namespace=crm&table=accounts&grantee=analysts');
+  assert.equal(g.data.grants.length, 0, 'no refused request made a grant');
+  // A real form post from a page of another origin (same host, another
+  // port: the same "site", so the browser does send the SameSite=Strict
+  // cookie) is refused by the Origin and CSRF checks.
+  const evil = createServer();
+  const evilPort = await new Promise((res) => evil.listen(0, '127.0.0.1', () => res(evil.address().port)));
+  evil.close();
+  const http = await import('node:http');
+  const srv = http.createServer((_, res) => {
+    res.setHeader('Content-Type', 'text/html');
+    res.end(`<form id=f method=POST action="${base}/console/api/logout"></form><script>document.getElementById('f').submit()</script>`);
+  });
+  await new Promise((res) => srv.listen(evilPort, '127.0.0.1', res));
+  t.after(() => srv.close());
+  const resp = await Promise.all([
+    page.waitForResponse((x) => x.url().includes('/console/api/logout')),
+    page.goto(`http://127.0.0.1:${evilPort}/`),
+  ]).then(([x]) => x);
+  assert.equal(resp.status(), 403, 'cross-origin form post → 403');
+  r = await fetch(base + '/console/api/session', { headers: { Cookie: `floe_console=${cookie.value}` } });
+  assert.equal(r.status, 200, 'the session survived the cross-site post');
+});
+
+test('the table page answers fast enough', async () => {
+  // Server side: the two calls the table page waits on for its charts.
+  const times = [];
+  for (let i = 0; i < 15; i++) {
+    const s = performance.now();
+    const [a, b] = await Promise.all([
+      api('GET', '/v1/floe/namespaces/crm/tables/opportunities'),
+      api('GET', '/api/v1/tables/floe/crm/opportunities/summary'),
+    ]);
+    times.push(performance.now() - s);
+    assert.equal(a.status, 200); assert.equal(b.status, 200);
+  }
+  times.sort((x, y) => x - y);
+  console.log(`demo table page server calls: p50 ${times[7].toFixed(1)} ms, max ${times[14].toFixed(1)} ms`);
+  assert.ok(times[7] < 200, `p50 ${times[7]} ms ≤ 200 ms`);
+});
