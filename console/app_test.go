@@ -115,6 +115,10 @@ func TestConsoleActsWithTheCallersRights(t *testing.T) {
 		strings.Replace(grant, `"SELECT"`, `"DESCRIBE"`, 1)); st != 403 {
 		t.Fatalf("viewer grants: %d %s, want 403", st, body)
 	}
+	if st, body := v.do("GET", "/console/api/proxy/api/v1/tables/"+f.Warehouse+"/crm/opportunities/timeline", ""); st != 200 ||
+		!strings.Contains(string(body), `"snapshot_count":0`) {
+		t.Fatalf("viewer reads the snapshot timeline (metadata): %d %s", st, body)
+	}
 	if st, body := v.do("GET", "/console/api/proxy/api/v1/tables/"+f.Warehouse+"/crm/opportunities/summary", ""); st != 403 {
 		t.Fatalf("viewer reads file statistics: %d %s, want 403", st, body)
 	}

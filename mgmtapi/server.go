@@ -196,6 +196,7 @@ func (h *Handler) table() []route {
 		{"DELETE", p + "/tags", "mgmt.tag.unset", h.deleteTags},
 		{"POST", p + "/tables/{warehouse}/{namespace}/{table}/maintenance", "mgmt.table.maintain", h.maintainTable},
 		{"GET", p + "/tables/{warehouse}/{namespace}/{table}/summary", "", h.tableSummary},
+		{"GET", p + "/tables/{warehouse}/{namespace}/{table}/timeline", "", h.tableTimeline},
 		{"POST", p + "/query", "", h.query},
 	}
 }

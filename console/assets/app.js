@@ -224,7 +224,7 @@ function timelineChart(snaps) {
   const bw = Math.max(1, Math.min(8, (W - L - R) / snaps.length - 1));
   for (const s of snaps) {
     const g = el('g', { class: 'snap', 'data-op': s.op });
-    g.append(el('title', {}, `${fmtTime(s.t)} ${s.op}: +${s.added} / -${s.deleted} rows, +${s.addedFiles} / -${s.deletedFiles} files (snapshot ${s.id})`));
+    g.append(el('title', {}, `${fmtTime(s.t)} ${s.op}: +${s.added} / -${s.deleted} rows, +${s.addedFiles} / -${s.deletedFiles} files (${s.n > 1 ? `${s.n} snapshots up to ` : 'snapshot '}${s.id})`));
     const xa = x(s.t) - bw / 2;
     if (s.added > 0) g.append(el('rect', { x: xa, y: mid - (s.added / max) * half, width: bw, height: Math.max(1, (s.added / max) * half), fill: '#2f9e44' }));
     if (s.deleted > 0) g.append(el('rect', { x: xa, y: mid, width: bw, height: Math.max(1, (s.deleted / max) * half), fill: '#e03131' }));
@@ -254,29 +254,27 @@ function histogramChart(buckets) {
   return svg;
 }
 
-function snapshotsOf(md) {
-  const out = (md.snapshots || []).map((s) => {
-    const sm = s.summary || {};
-    const n = (k) => Number(sm[k] || 0);
-    return { id: s['snapshot-id'], t: s['timestamp-ms'], op: sm.operation || '', added: n('added-records'), deleted: n('deleted-records'),
-      addedFiles: n('added-data-files'), deletedFiles: n('deleted-data-files') };
-  });
-  out.sort((a, b) => a.t - b.t);
-  return out;
+// snapshotsOf turns the timeline endpoint's points into chart points.
+function snapshotsOf(tl) {
+  return (tl.points || []).map((p) => ({ id: p.snapshot_id, t: Date.parse(p.time), op: p.operation, n: p.snapshots,
+    added: p.added_records, deleted: p.deleted_records, addedFiles: p.added_files, deletedFiles: p.deleted_files }));
 }
 
 async function renderTable(nsName, name) {
   const ns = nsName.split('.');
   const q = `warehouse=${encodeURIComponent(state.warehouse)}&namespace=${encodeURIComponent(nsName)}&table=${encodeURIComponent(name)}`;
   show(el('h1', {}, `Table ${nsName}.${name}`), el('p', { class: 'muted' }, 'Loading…'));
-  let md; let privs;
+  let md; let privs; let tl;
+  const tpath = `${encodeURIComponent(state.warehouse)}/${encodeURIComponent(nsName)}/${encodeURIComponent(name)}`;
   try {
     await loadPrefix();
-    const [lt, pv] = await Promise.all([
-      api('GET', `/v1/${state.prefix}/namespaces/${nsPath(ns)}/tables/${encodeURIComponent(name)}`),
+    // The metadata without the snapshot list; the timeline summarises it server-side.
+    const [lt, pv, t] = await Promise.all([
+      api('GET', `/v1/${state.prefix}/namespaces/${nsPath(ns)}/tables/${encodeURIComponent(name)}?snapshots=refs`),
       api('GET', `/api/v1/privileges?${q}`).catch(() => ({ privileges: [] })),
+      api('GET', `/api/v1/tables/${tpath}/timeline`),
     ]);
-    md = lt.metadata; privs = new Set(pv.privileges || []);
+    md = lt.metadata; privs = new Set(pv.privileges || []); tl = t;
   } catch (e) { show(el('h1', {}, `Table ${nsName}.${name}`), errorBox(e)); return; }
   const admin = state.who && state.who.admin;
   const canSelect = admin || privs.has('SELECT');
@@ -294,7 +292,7 @@ async function renderTable(nsName, name) {
   }
   const specs = md['partition-specs'] || [];
   const props = Object.entries(md.properties || {});
-  const snaps = snapshotsOf(md);
+  const snaps = snapshotsOf(tl);
   const tableTags = el('p', { id: 'table-tags' }, 'Tags: ', el('span', { class: 'muted' }, '…'));
   const sizes = el('div', { id: 'sizes' }, canSelect ? el('p', { class: 'muted' }, 'Loading…') : el('p', { class: 'muted' }, 'File statistics need SELECT on the table.'));
   const access = el('div', { id: 'access' }, el('p', { class: 'muted' }, 'Loading…'));
@@ -302,7 +300,7 @@ async function renderTable(nsName, name) {
   const recent = snaps.slice(-20).reverse();
   show(
     el('h1', {}, `Table ${nsName}.${name}`),
-    el('p', { class: 'muted' }, `Location ${md.location} · format v${md['format-version']} · ${snaps.length} snapshots · your privileges: ${[...privs].join(', ') || (admin ? 'admin' : 'none')}`),
+    el('p', { class: 'muted' }, `Location ${md.location} · format v${md['format-version']} · ${tl.snapshot_count.toLocaleString()} snapshots · your privileges: ${[...privs].join(', ') || (admin ? 'admin' : 'none')}`),
     tableTags,
     el('h2', {}, 'Schema'), schemaTable,
     el('h2', {}, 'Partition spec history'),
@@ -310,9 +308,10 @@ async function renderTable(nsName, name) {
     el('h2', {}, 'Snapshot timeline'),
     el('p', { class: 'legend' }, el('span', {}, el('span', { class: 'sw add' }), 'rows added'), el('span', {}, el('span', { class: 'sw del' }), 'rows removed'), el('span', {}, el('span', { class: 'sw other' }), 'no row change')),
     timelineChart(snaps),
-    table(['Time', 'Operation', 'Rows +', 'Rows −', 'Files +', 'Files −', 'Snapshot'], recent.map((s) => [fmtTime(s.t), s.op,
+    snaps.some((s) => s.n > 1) ? el('p', { class: 'muted' }, `${tl.snapshot_count.toLocaleString()} snapshots in ${snaps.length} points; each point sums consecutive snapshots.`) : null,
+    table(['Time', 'Operation', 'Rows +', 'Rows −', 'Files +', 'Files −', snaps.some((s) => s.n > 1) ? 'Last snapshot (of n)' : 'Snapshot'], recent.map((s) => [fmtTime(s.t), s.op,
       el('td', { class: 'num' }, s.added.toLocaleString()), el('td', { class: 'num' }, s.deleted.toLocaleString()),
-      el('td', { class: 'num' }, String(s.addedFiles)), el('td', { class: 'num' }, String(s.deletedFiles)), String(s.id)]), { label: 'Latest snapshots' }),
+      el('td', { class: 'num' }, String(s.addedFiles)), el('td', { class: 'num' }, String(s.deletedFiles)), s.n > 1 ? `${s.id} (${s.n})` : String(s.id)]), { label: 'Latest snapshots' }),
     el('h2', {}, 'Data files'), sizes,
     el('h2', {}, 'Properties'),
     props.length ? table(['Key', 'Value'], props.map(([k, v]) => [k, v])) : el('p', { class: 'muted' }, 'none'),
@@ -327,7 +326,7 @@ async function renderTable(nsName, name) {
       .catch(() => colTagCells[f.name].replaceChildren(el('span', { class: 'muted' }, '—')));
   }
   if (canSelect) {
-    api('GET', `/api/v1/tables/${encodeURIComponent(state.warehouse)}/${encodeURIComponent(nsName)}/${encodeURIComponent(name)}/summary`).then((s) => {
+    api('GET', `/api/v1/tables/${tpath}/summary`).then((s) => {
       sizes.replaceChildren(
         el('p', {}, `${(s.data_files || 0).toLocaleString()} data files, ${(s.delete_files || 0).toLocaleString()} delete files, ${(s.records || 0).toLocaleString()} rows, ${fmtBytes(s.bytes)} in the current snapshot.`),
         histogramChart(s.size_histogram),

@@ -300,16 +300,18 @@ test('CSRF: cross-site and token-less state changes are refused', async (t) => {
 });
 
 test('the table page answers fast enough', async () => {
-  // Server side: the two calls the table page waits on for its charts.
+  // Server side: the three calls the table page waits on for its charts
+  // (console/large_test.go times them on 5,000 snapshots and 100,000 files).
   const times = [];
   for (let i = 0; i < 15; i++) {
     const s = performance.now();
-    const [a, b] = await Promise.all([
-      api('GET', '/v1/floe/namespaces/crm/tables/opportunities'),
+    const rs = await Promise.all([
+      api('GET', '/v1/floe/namespaces/crm/tables/opportunities?snapshots=refs'),
+      api('GET', '/api/v1/tables/floe/crm/opportunities/timeline'),
       api('GET', '/api/v1/tables/floe/crm/opportunities/summary'),
     ]);
     times.push(performance.now() - s);
-    assert.equal(a.status, 200); assert.equal(b.status, 200);
+    for (const r of rs) assert.equal(r.status, 200);
   }
   times.sort((x, y) => x - y);
   console.log(`demo table page server calls: p50 ${times[7].toFixed(1)} ms, max ${times[14].toFixed(1)} ms`);
