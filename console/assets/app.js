@@ -34,6 +34,12 @@ function status(msg) {
   if (msg) setTimeout(() => { if (s.textContent === msg) s.textContent = ''; }, 6000);
 }
 
+// parseJSON keeps integers beyond 2^53 (Iceberg snapshot ids are int64) as
+// their digits, where the browser gives the reviver the source text.
+function parseJSON(text) {
+  return JSON.parse(text, (k, v, ctx) => (typeof v === 'number' && !Number.isSafeInteger(v) && Number.isInteger(v) && ctx && ctx.source) ? ctx.source : v);
+}
+
 class APIError extends Error {
   constructor(status, message) { super(message); this.status = status; }
 }
@@ -58,7 +64,7 @@ async function api(method, path, body, opts = {}) {
   if (opts.raw) return r;
   const text = await r.text();
   let data = null;
-  if (text) { try { data = JSON.parse(text); } catch { data = text; } }
+  if (text) { try { data = parseJSON(text); } catch { data = text; } }
   if (!r.ok) {
     const msg = (data && data.error && data.error.message) || (typeof data === 'string' ? data : r.statusText);
     throw new APIError(r.status, msg);
@@ -390,7 +396,7 @@ async function runQuery(sql, limit = 1000) {
   const rows = []; const cols = [];
   for (const line of text.split('\n')) {
     if (!line) continue;
-    const o = JSON.parse(line);
+    const o = parseJSON(line);
     for (const k of Object.keys(o)) if (!cols.includes(k)) cols.push(k);
     if (rows.length < limit) rows.push(o);
   }
