@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -389,8 +390,8 @@ func proxyTarget(p string) (string, bool) {
 	}
 	target := "/" + rest
 	switch {
-	case strings.Contains(target, "/../") || strings.HasSuffix(target, "/.."):
-		return "", false
+	case path.Clean(target) != strings.TrimSuffix(target, "/") || strings.HasSuffix(target, "//"):
+		return "", false // "..", ".", "//": only clean paths are forwarded
 	case strings.HasPrefix(target, "/v1/oauth/"):
 		return "", false
 	case strings.HasPrefix(target, "/api/v1/"), strings.HasPrefix(target, "/v1/"):

@@ -238,7 +238,8 @@ func TestProxyReachesOnlyTheAPIs(t *testing.T) {
 	r := newRig(t, 0)
 	s := r.login(t, "c1")
 	for _, p := range []string{"/console/api/proxy/v1/oauth/tokens", "/console/api/proxy/v1/oauth/revoke", "/console/api/proxy/metrics",
-		"/console/api/proxy/console/api/login", "/console/api/proxy/.well-known/openid-configuration"} {
+		"/console/api/proxy/console/api/login", "/console/api/proxy/.well-known/openid-configuration",
+		"/console/api/proxy/v1/./oauth/tokens", "/console/api/proxy/v1//oauth/tokens", "/console/api/proxy/api/v1/../../v1/oauth/tokens"} {
 		before := len(r.up.requests)
 		w := r.do("POST", p, "grant_type=client_credentials", "Cookie", s.cookieHeader(), "Origin", origin, console.CSRFHeader, s.csrf)
 		if w.Code != 404 {

@@ -249,6 +249,36 @@ test('a principal with DESCRIBE only sees metadata but no data and no grant edit
   assert.deepEqual(problems, []);
 });
 
+test('keyboard only: sign in and open a table; every control has a label', async (t) => {
+  const { page, problems } = await newPage(t);
+  await page.goto(base + '/console/');
+  await page.getByLabel('Client id').waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'client-id', 'the client id field has the focus');
+  await page.keyboard.type(viewer.id);
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(viewer.secret);
+  await page.keyboard.press('Enter');
+  await page.locator('#catalog a', { hasText: 'opportunities' }).waitFor();
+  let reached = false;
+  for (let i = 0; i < 40 && !reached; i++) {
+    await page.keyboard.press('Tab');
+    reached = await page.evaluate(() => document.activeElement.tagName === 'A' && document.activeElement.textContent === 'opportunities');
+  }
+  assert.ok(reached, 'Tab reaches the table link');
+  await page.keyboard.press('Enter');
+  await page.locator('#timeline').waitFor();
+  for (const hash of ['#/', '#/table/crm/opportunities', '#/query', '#/shares', '#/audit']) {
+    await page.goto(base + '/console/' + hash);
+    await page.locator('main h1').waitFor();
+    await page.waitForTimeout(200);
+    const unlabeled = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea, button')]
+      .filter((e) => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
+      .map((e) => e.outerHTML.slice(0, 80)));
+    assert.deepEqual(unlabeled, [], `controls without a label on ${hash}`);
+  }
+  assert.deepEqual(problems, []);
+});
+
 test('markup in names and tags stays text; no dialog fires', async (t) => {
   const { page, problems } = await newPage(t);
   await signIn(page, ADMIN_ID, ADMIN_SECRET);
