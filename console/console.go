@@ -67,6 +67,11 @@ type Options struct {
 	Tokens Tokens
 	// Audit records sign-outs; nil records nothing.
 	Audit func(context.Context, audit.Event)
+	// PublicURL is the URL browsers reach the server at (behind a proxy
+	// that rewrites the Host header or terminates TLS): its origin is
+	// accepted besides the request's own, and an https:// one makes the
+	// cookie Secure. Empty: the request's Host and TLS decide.
+	PublicURL string
 	// MaxSessions bounds the sessions held (default DefaultMaxSessions).
 	MaxSessions int
 	// Now is the clock (default time.Now).
@@ -168,11 +173,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // sameOrigin refuses a request a page of another origin made: its Origin
-// (or, without one, Sec-Fetch-Site) must name this server.
-func sameOrigin(r *http.Request) bool {
+// (or, without one, Sec-Fetch-Site) must name this server, as the request
+// reached it or at the public URL.
+func (h *Handler) sameOrigin(r *http.Request) bool {
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
-		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
+		if err != nil || u.Host == "" {
+			return false
+		}
+		if pu, err := url.Parse(h.opts.PublicURL); err == nil && pu.Host != "" && strings.EqualFold(u.Host, pu.Host) && u.Scheme == pu.Scheme {
+			return true
+		}
+		if !strings.EqualFold(u.Host, r.Host) {
 			return false
 		}
 		scheme := "http"
@@ -188,6 +200,11 @@ func sameOrigin(r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// secure reports whether the session cookie must be Secure.
+func (h *Handler) secure(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(strings.ToLower(h.opts.PublicURL), "https://")
 }
 
 // loginRequest is the body of POST /console/api/login.
@@ -210,7 +227,7 @@ const maxLoginBody = 16 << 10
 // login exchanges a client id and secret for a Floe token at the token
 // endpoint (with its failure limit and audit), and opens a session.
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
-	if !sameOrigin(r) {
+	if !h.sameOrigin(r) {
 		writeError(w, http.StatusForbidden, "ForbiddenException", "cross-origin sign-in refused")
 		return
 	}
@@ -282,7 +299,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	for _, o := range evicted {
 		h.revoke(r.Context(), o)
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: Prefix, HttpOnly: true, Secure: r.TLS != nil,
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: Prefix, HttpOnly: true, Secure: h.secure(r),
 		SameSite: http.SameSiteStrictMode, Expires: s.expires, MaxAge: int(tok.ExpiresIn)})
 	info := sessionInfo{Principal: name, CSRFToken: s.csrf, ExpiresAt: s.expires.UTC()}
 	if who.status == http.StatusOK {
@@ -324,8 +341,8 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 
 // checkState refuses a state-changing request without this origin or the
 // session's CSRF token.
-func checkState(w http.ResponseWriter, r *http.Request, s *session) bool {
-	if !sameOrigin(r) {
+func (h *Handler) checkState(w http.ResponseWriter, r *http.Request, s *session) bool {
+	if !h.sameOrigin(r) {
 		writeError(w, http.StatusForbidden, "ForbiddenException", "cross-origin request refused")
 		return false
 	}
@@ -343,7 +360,7 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 		noSession(w)
 		return
 	}
-	if !checkState(w, r, s) {
+	if !h.checkState(w, r, s) {
 		return
 	}
 	h.sessions.remove(id)
@@ -357,7 +374,7 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 			Action: ActionLogout, Resource: "principal:" + s.principal, Outcome: outcome,
 			Detail: map[string]any{"token_revoked": revoked}})
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: Prefix, HttpOnly: true, Secure: r.TLS != nil,
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: Prefix, HttpOnly: true, Secure: h.secure(r),
 		SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
@@ -415,7 +432,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 	default:
-		if !checkState(w, r, s) {
+		if !h.checkState(w, r, s) {
 			return
 		}
 	}

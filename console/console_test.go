@@ -391,3 +391,30 @@ func TestStaticAndHeaders(t *testing.T) {
 		t.Fatalf("index.html has inline script or an external URL:\n%s", idx)
 	}
 }
+
+// TestBehindAProxy: with an https public URL (a TLS-terminating proxy that
+// rewrites Host), the cookie is Secure and the public origin passes the
+// origin check; other origins still do not.
+func TestBehindAProxy(t *testing.T) {
+	up := &fakeUpstream{}
+	h := console.New(console.Options{Upstream: up, Tokens: &fakeTokens{}, PublicURL: "https://lake.example.com"})
+	login := func(origin string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "http://10.0.0.5:8181/console/api/login", strings.NewReader(`{"client_id":"c1","client_secret":"s3cret"}`))
+		req.Header.Set("Origin", origin)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	w := login("https://lake.example.com")
+	if w.Code != 200 {
+		t.Fatalf("sign-in from the public origin: %d %s", w.Code, w.Body)
+	}
+	if cs := w.Result().Cookies(); len(cs) != 1 || !cs[0].Secure {
+		t.Fatalf("cookie %+v, want Secure behind an https public URL", cs)
+	}
+	for _, o := range []string{"http://lake.example.com", "https://evil.example.com", "https://lake.example.com.evil.test"} {
+		if w := login(o); w.Code != 403 {
+			t.Errorf("sign-in from %s: %d, want 403", o, w.Code)
+		}
+	}
+}
