@@ -325,11 +325,36 @@ async function renderTable(nsName, name) {
     canSelect ? el('h2', {}, 'Data preview') : null, preview);
 
   // Tags of the table and its columns.
-  api('GET', `/api/v1/tags?${q}`).then((t) => tableTags.replaceChildren('Tags: ', tags(t.effective_tags))).catch((e) => tableTags.replaceChildren(errorBox(e)));
-  for (const f of schema.fields) {
-    api('GET', `/api/v1/tags?${q}&column=${encodeURIComponent(f.name)}`)
-      .then((t) => colTagCells[f.name].replaceChildren(tags(t.tags)))
-      .catch(() => colTagCells[f.name].replaceChildren(el('span', { class: 'muted' }, '—')));
+  const loadTags = () => {
+    api('GET', `/api/v1/tags?${q}`).then((t) => tableTags.replaceChildren('Tags: ', tags(t.effective_tags))).catch((e) => tableTags.replaceChildren(errorBox(e)));
+    for (const f of schema.fields) {
+      api('GET', `/api/v1/tags?${q}&column=${encodeURIComponent(f.name)}`)
+        .then((t) => colTagCells[f.name].replaceChildren(tags(t.tags)))
+        .catch(() => colTagCells[f.name].replaceChildren(el('span', { class: 'muted' }, '—')));
+    }
+  };
+  loadTags();
+  if (canGrant) {
+    // Tags on the table or one of its columns (MANAGE_GRANTS).
+    const col = el('select', { id: 'tag-column' }, el('option', { value: '' }, '(the table)'), schema.fields.map((f) => el('option', { value: f.name }, f.name)));
+    const key = el('input', { id: 'tag-key', required: true });
+    const value = el('input', { id: 'tag-value', required: true });
+    const msg = el('span', { role: 'alert' });
+    const form = el('form', { class: 'inline', id: 'tag-editor', 'aria-label': 'Set a tag' },
+      el('label', { for: 'tag-column' }, 'On', col), el('label', { for: 'tag-key' }, 'Key', key), el('label', { for: 'tag-value' }, 'Value', value),
+      el('button', { type: 'submit' }, 'Set tag'), msg);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault(); msg.textContent = '';
+      const target = { on: { kind: 'table', warehouse: state.warehouse, namespace: ns, name } };
+      if (col.value) target.column = col.value;
+      try {
+        await api('PUT', '/api/v1/tags', { target, tags: { [key.value]: value.value } });
+        status(`Tagged ${col.value || 'the table'} ${key.value}=${value.value}`);
+        key.value = ''; value.value = '';
+        loadTags();
+      } catch (e) { msg.textContent = e.message; msg.className = 'error'; }
+    });
+    schemaTable.after(form);
   }
   if (canSelect) {
     api('GET', `/api/v1/tables/${tpath}/summary`).then((s) => {

@@ -171,6 +171,13 @@ test('admin: sign in, browse, grant, share, query, audit', async (t) => {
   await page.locator('#preview table').waitFor();
   assert.ok(await page.locator('#grant-editor').isVisible(), 'the admin sees the grant editor');
 
+  // Tag a column.
+  await page.locator('#tag-column').selectOption('amount');
+  await page.locator('#tag-key').fill('unit');
+  await page.locator('#tag-value').fill('EUR');
+  await page.locator('#tag-editor button[type=submit]').click();
+  await page.locator('#schema tr', { hasText: 'amount' }).locator('td.coltags', { hasText: 'unit=EUR' }).waitFor();
+
   // Grant SELECT to the role analysts.
   await page.locator('#grantee-kind').selectOption('role');
   await page.locator('#grantee-name').fill('analysts');
@@ -212,7 +219,7 @@ test('admin: sign in, browse, grant, share, query, audit', async (t) => {
   await page.locator('#audit-filter button[type=submit]').click();
   await page.locator('#audit-results td').first().waitFor();
   const actions = await page.locator('#audit-results tbody tr td:nth-child(4)').allTextContents();
-  for (const want of ['mgmt.grant.create', 'mgmt.share.create', 'mgmt.share.object.add', 'mgmt.recipient.create', 'mgmt.share.grant', 'sql.query', 'oauth.token']) {
+  for (const want of ['mgmt.tag.set', 'mgmt.grant.create', 'mgmt.share.create', 'mgmt.share.object.add', 'mgmt.recipient.create', 'mgmt.share.grant', 'sql.query', 'oauth.token']) {
     assert.ok(actions.includes(want), `audit page shows ${want} (got ${[...new Set(actions)].join(', ')})`);
   }
   await shot(page, 'audit', false);
@@ -234,6 +241,7 @@ test('a principal with DESCRIBE only sees metadata but no data and no grant edit
   await page.locator('#sizes', { hasText: 'need SELECT' }).waitFor();
   await page.locator('#access').filter({ hasNotText: 'Loading' }).waitFor();
   assert.equal(await page.locator('#grant-editor').count(), 0, 'no grant editor');
+  assert.equal(await page.locator('#tag-editor').count(), 0, 'no tag editor');
   assert.equal(await page.locator('#preview table').count(), 0, 'no data preview');
   assert.equal(await page.locator('#histogram').count(), 0, 'no file statistics');
   await shot(page, 'table-describe-only');
