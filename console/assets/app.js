@@ -315,9 +315,11 @@ async function renderTable(nsName, name) {
     el('p', { class: 'legend' }, el('span', {}, el('span', { class: 'sw add' }), 'rows added'), el('span', {}, el('span', { class: 'sw del' }), 'rows removed'), el('span', {}, el('span', { class: 'sw other' }), 'no row change')),
     timelineChart(snaps),
     snaps.some((s) => s.n > 1) ? el('p', { class: 'muted' }, `${tl.snapshot_count.toLocaleString()} snapshots in ${snaps.length} points; each point sums consecutive snapshots.`) : null,
-    table(['Time', 'Operation', 'Rows +', 'Rows −', 'Files +', 'Files −', snaps.some((s) => s.n > 1) ? 'Last snapshot (of n)' : 'Snapshot'], recent.map((s) => [fmtTime(s.t), s.op,
+    table(['Time', 'Operation', 'Rows +', 'Rows −', 'Files +', 'Files −', snaps.some((s) => s.n > 1) ? 'Last snapshot (of n)' : 'Snapshot', canSelect ? 'Time travel' : ''], recent.map((s) => [fmtTime(s.t), s.op,
       el('td', { class: 'num' }, s.added.toLocaleString()), el('td', { class: 'num' }, s.deleted.toLocaleString()),
-      el('td', { class: 'num' }, String(s.addedFiles)), el('td', { class: 'num' }, String(s.deletedFiles)), s.n > 1 ? `${s.id} (${s.n})` : String(s.id)]), { label: 'Latest snapshots' }),
+      el('td', { class: 'num' }, String(s.addedFiles)), el('td', { class: 'num' }, String(s.deletedFiles)), s.n > 1 ? `${s.id} (${s.n})` : String(s.id),
+      canSelect ? el('td', {}, el('a', { href: '#/query', class: 'time-travel', 'aria-label': `Query the table as of snapshot ${s.id}`,
+        onclick: () => sessionStorage.setItem('floe.sql', `SELECT * FROM ${quoteIdent(nsName)}.${quoteIdent(name)} AT (VERSION => ${s.id}) LIMIT 100`) }, 'Query')) : '']), { label: 'Latest snapshots' }),
     el('h2', {}, 'Data files'), sizes,
     el('h2', {}, 'Properties'),
     props.length ? table(['Key', 'Value'], props.map(([k, v]) => [k, v])) : el('p', { class: 'muted' }, 'none'),
@@ -450,7 +452,21 @@ function renderQuery() {
   const out = el('div', { id: 'results' });
   const run = el('button', { type: 'submit', id: 'run' }, 'Run');
   const csv = el('button', { type: 'button', class: 'secondary', id: 'export-csv' }, 'Export CSV');
-  const form = el('form', { 'aria-label': 'SQL editor' }, sql, el('p', {}, run, ' ', csv, ' ', el('span', { class: 'muted' }, 'Ctrl+Enter runs; the grid shows at most 1,000 rows.')));
+  // Time travel: insert an AT clause for a moment at the cursor (after a table name).
+  const asOf = el('input', { id: 'as-of', type: 'datetime-local', step: '1' });
+  const at = el('button', { type: 'button', class: 'secondary', id: 'insert-at' }, 'Insert AT clause');
+  at.addEventListener('click', () => {
+    if (!asOf.value) { asOf.focus(); return; }
+    const ts = new Date(asOf.value).toISOString().replace('T', ' ').replace(/\.\d+Z$/, '');
+    const clause = ` AT (TIMESTAMP => TIMESTAMP '${ts}')`;
+    const i = sql.selectionStart ?? sql.value.length;
+    sql.value = sql.value.slice(0, i) + clause + sql.value.slice(sql.selectionEnd ?? i);
+    sql.focus();
+    sql.selectionStart = sql.selectionEnd = i + clause.length;
+  });
+  const form = el('form', { 'aria-label': 'SQL editor' }, sql, el('p', {}, run, ' ', csv, ' ', el('span', { class: 'muted' }, 'Ctrl+Enter runs; the grid shows at most 1,000 rows.')),
+    el('p', {}, el('label', { for: 'as-of' }, 'Time travel: as of (local time) '), asOf, ' ', at,
+      el('span', { class: 'muted' }, ' puts the table after the cursor as it was then (or use "Query" on a table page\'s snapshot).')));
   const go = async () => {
     sessionStorage.setItem('floe.sql', sql.value);
     out.replaceChildren(el('p', { class: 'muted' }, 'Running…'));

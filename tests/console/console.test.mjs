@@ -113,7 +113,7 @@ after(async () => {
 // page opens a context in which any dialog, page error or request to
 // another origin fails the test.
 async function newPage(t) {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true, timezoneId: 'UTC' });
   const page = await ctx.newPage();
   const problems = [];
   page.on('dialog', async (d) => { problems.push(`dialog fired: ${d.message()}`); await d.dismiss(); });
@@ -167,7 +167,7 @@ test('admin: sign in, browse, grant, share, query, audit', async (t) => {
     { headers: { Authorization: `Bearer ${adminToken}`, 'X-Iceberg-Access-Delegation': 'remote-signing' } })).text();
   const snapID = rawMd.match(/"current-snapshot-id":(\d+)/)[1];
   assert.ok(!Number.isSafeInteger(Number(snapID)), `the demo's snapshot id ${snapID} is beyond 2^53`);
-  assert.equal(await page.locator('table[aria-label="Latest snapshots"] tbody td:last-child').first().textContent(), snapID);
+  assert.equal(await page.locator('table[aria-label="Latest snapshots"] tbody td:nth-child(7)').first().textContent(), snapID);
   await page.locator('#preview table').waitFor();
   assert.ok(await page.locator('#grant-editor').isVisible(), 'the admin sees the grant editor');
 
@@ -201,8 +201,26 @@ test('admin: sign in, browse, grant, share, query, audit', async (t) => {
   await page.locator('#share-list td', { hasText: 'acme' }).first().waitFor();
   await shot(page, 'shares');
 
+  // Time travel from the table page: the query page opens with the
+  // snapshot's AT clause, exact to the digit.
+  await page.getByRole('link', { name: 'Catalog' }).click();
+  await page.locator('#catalog a', { hasText: 'opportunities' }).click();
+  await page.locator('a.time-travel').first().click();
+  await page.locator('#sql').waitFor();
+  assert.equal(await page.locator('#sql').inputValue(), `SELECT * FROM "crm"."opportunities" AT (VERSION => ${snapID}) LIMIT 100`);
+  await page.locator('#run').click();
+  await page.locator('#row-count', { hasText: '100 rows' }).waitFor();
+  // The AT clause picker.
+  await page.locator('#sql').fill('SELECT count(*) AS n FROM crm.opportunities');
+  await page.locator('#sql').evaluate((e) => { e.selectionStart = e.selectionEnd = e.value.length; });
+  await page.locator('#as-of').fill('2099-01-01T00:00');
+  await page.locator('#insert-at').click();
+  assert.equal(await page.locator('#sql').inputValue(), "SELECT count(*) AS n FROM crm.opportunities AT (TIMESTAMP => TIMESTAMP '2099-01-01 00:00:00')");
+  await page.locator('#run').click();
+  await page.locator('#results td', { hasText: '2000' }).waitFor();
+
   // An SQL query with results and a CSV export.
-  await page.getByRole('link', { name: 'Query' }).click();
+  await page.getByRole('link', { name: 'Query', exact: true }).click();
   await page.locator('#sql').fill('SELECT stage, count(*) AS n FROM crm.opportunities GROUP BY stage ORDER BY stage');
   await page.locator('#run').click();
   await page.locator('#row-count').waitFor();
