@@ -3,13 +3,16 @@
 #   make build   build bin/floe
 #   make test    the whole suite: gofmt, go vet, staticcheck, go test -race, then the PyIceberg,
 #                Spark and Trino interop suites against bin/floe (in .venv and
-#                .venv-spark, made on first use), then the 10-minute soak
+#                .venv-spark, made on first use), then the 10-minute soak, then
+#                the console's browser tests
 #   make doctest run every shell, SQL and Python snippet of README.md and docs/
 #   make soak    the memory soak alone (FLOE_SOAK_SECONDS, default 600)
+#   make console the web console's browser tests (npm; Debian's chromium)
 #   make run     run Floe locally with the CRM demo dataset
 #
 # Needs Go, Python 3.11+ (with venv), Java 17 with Maven (for the Iceberg
-# Spark runtime), a JDK 24+ for Trino, and access to PyPI and Maven Central.
+# Spark runtime), a JDK 24+ for Trino, Node.js with npm and Debian's chromium
+# (for the console tests), and access to PyPI, Maven Central and npm.
 # PostgreSQL store tests run when FLOE_TEST_PG_DSN is set (see
 # store/sqlstore/testdata/start-postgres.sh).
 
@@ -25,7 +28,7 @@ SPARK_INTEROP := tests/interop/spark
 TRINO_INTEROP := tests/interop/trino
 PYTEST_ARGS ?=
 
-.PHONY: all build test vet lint test-go interop interop-spark interop-trino rck soak run clean doctest
+.PHONY: all build test vet lint test-go interop interop-spark interop-trino rck soak run clean doctest console
 
 all: build
 
@@ -48,6 +51,7 @@ test: lint
 	@$(MAKE) --no-print-directory interop-trino
 	@$(MAKE) --no-print-directory rck
 	@$(MAKE) --no-print-directory soak
+	@$(MAKE) --no-print-directory console
 
 vet:
 	$(GO) vet ./...
@@ -60,6 +64,15 @@ lint: vet
 
 test-go:
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+# console runs the web console's browser tests (tests/console: playwright-core
+# from npm, pinned by its package-lock.json, driving Debian's chromium
+# headless) against bin/floe serve --demo; screenshots go to
+# $(CONSOLE_ARTIFACTS).
+CONSOLE_ARTIFACTS ?= $(or $(FLOE_CONSOLE_ARTIFACTS),tests/console/artifacts)
+console: build
+	cd tests/console && npm ci --no-audit --no-fund --silent
+	FLOE_BIN=$(FLOE_BIN) FLOE_CONSOLE_ARTIFACTS=$(abspath $(CONSOLE_ARTIFACTS)) npm --prefix tests/console test
 
 # interop runs the PyIceberg suite against a freshly built bin/floe.
 interop: build $(VENV)/.requirements-installed $(DBT_VENV)/.requirements-installed

@@ -54,6 +54,9 @@ type Maintainer struct {
 	// LeaseWait is how long a run waits for a lease another node holds
 	// (default 30s) before failing with Conflict.
 	LeaseWait time.Duration
+	// Stats caches Show's file statistics per snapshot; nil reads the
+	// manifests every time.
+	Stats *StatsCache
 }
 
 // onDemandTTL is the lease TTL of an on-demand run; it is renewed every third.

@@ -142,9 +142,17 @@ func (m *Maintainer) Show(ctx context.Context, wh string, id catalog.Ident) (Tab
 	}
 	if cur := tbl.CurrentSnapshot(); cur != nil {
 		info.CurrentSnapshotID = cur.SnapshotID
-		if err := m.fileStats(ctx, tbl, cur, &info); err != nil {
-			return TableInfo{}, err
+		key := statsKey{table: md.TableUUID().String(), snapshot: cur.SnapshotID}
+		fs, ok := m.Stats.get(key)
+		if !ok {
+			fs = fileStatsOf{SizeHistogram: info.SizeHistogram}
+			if err := m.fileStats(ctx, tbl, cur, &fs); err != nil {
+				return TableInfo{}, err
+			}
+			m.Stats.put(key, fs)
 		}
+		info.DataManifests, info.DataFiles, info.DeleteFiles, info.Records, info.Bytes = fs.DataManifests, fs.DataFiles, fs.DeleteFiles, fs.Records, fs.Bytes
+		info.Partitions, info.SizeHistogram = fs.Partitions, fs.SizeHistogram
 	}
 	if m.Store != nil {
 		runs, err := m.Store.MaintenanceRuns(ctx, RunFilter{Warehouse: wh, Table: &id, Limit: maxShownRuns})
@@ -160,7 +168,7 @@ func (m *Maintainer) Show(ctx context.Context, wh string, id catalog.Ident) (Tab
 }
 
 // fileStats fills in the file counts of the current snapshot.
-func (m *Maintainer) fileStats(ctx context.Context, tbl *table.Table, cur *table.Snapshot, info *TableInfo) error {
+func (m *Maintainer) fileStats(ctx context.Context, tbl *table.Table, cur *table.Snapshot, info *fileStatsOf) error {
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
 		return err

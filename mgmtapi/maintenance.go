@@ -15,6 +15,7 @@ import (
 type Maintenance interface {
 	Maintain(ctx context.Context, wh string, id catalog.Ident, req maint.Request) ([]maint.Report, error)
 	Show(ctx context.Context, wh string, id catalog.Ident) (maint.TableInfo, error)
+	Timeline(ctx context.Context, wh string, id catalog.Ident) (maint.Timeline, error)
 }
 
 // MaintenanceResult is the answer of POST .../maintenance.
@@ -92,4 +93,18 @@ func (h *Handler) tableSummary(c *call) error {
 		return err
 	}
 	return reply(c, http.StatusOK, info)
+}
+
+// tableTimeline serves the snapshot history of a table from its metadata
+// (DESCRIBE on the table: snapshot summaries are metadata).
+func (h *Handler) tableTimeline(c *call) error {
+	wh, id, err := h.maintenance(c, authz.Describe)
+	if err != nil {
+		return err
+	}
+	tl, err := h.opts.Maintenance.Timeline(c.ctx, wh, id)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, tl)
 }

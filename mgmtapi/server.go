@@ -105,6 +105,9 @@ type Options struct {
 	// CleanRooms manages clean-room collaborations; nil makes the clean
 	// room endpoints answer 406 (unsupported).
 	CleanRooms CleanRooms
+	// AuditLog reads and verifies the audit log for GET /api/v1/audit
+	// and /api/v1/audit/verify; nil makes them answer 406 (unsupported).
+	AuditLog AuditReader
 	// Backup writes a backup of the metadata store for GET
 	// /api/v1/admin/backup; nil makes it answer 406 (unsupported).
 	Backup Backuper
@@ -193,13 +196,14 @@ func (h *Handler) table() []route {
 		{"DELETE", p + "/tags", "mgmt.tag.unset", h.deleteTags},
 		{"POST", p + "/tables/{warehouse}/{namespace}/{table}/maintenance", "mgmt.table.maintain", h.maintainTable},
 		{"GET", p + "/tables/{warehouse}/{namespace}/{table}/summary", "", h.tableSummary},
+		{"GET", p + "/tables/{warehouse}/{namespace}/{table}/timeline", "", h.tableTimeline},
 		{"POST", p + "/query", "", h.query},
 	}
 }
 
 // routes is every operation served.
 func (h *Handler) routes() []route {
-	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes(), h.catalogRoutes(), h.productRoutes(), h.cleanroomRoutes(), h.backupRoutes())
+	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes(), h.catalogRoutes(), h.productRoutes(), h.cleanroomRoutes(), h.backupRoutes(), h.auditRoutes())
 }
 
 // Routes lists the operations served, as "METHOD /path/{param}".

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/floe-lake/floe/console"
 	"github.com/floe-lake/floe/internal/metrics"
 	"github.com/floe-lake/floe/internal/netlimit"
 	"github.com/floe-lake/floe/internal/obs"
@@ -120,6 +121,8 @@ func listenerOf(path string, ds, shareCat bool) string {
 		return "sharecat"
 	case oauth.Routes(path):
 		return "oauth"
+	case console.Route(path):
+		return "console"
 	}
 	return "rest"
 }

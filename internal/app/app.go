@@ -18,6 +18,7 @@ import (
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/cleanroom"
+	"github.com/floe-lake/floe/console"
 	"github.com/floe-lake/floe/internal/keywrap"
 	"github.com/floe-lake/floe/internal/metrics"
 	"github.com/floe-lake/floe/internal/netlimit"
@@ -277,7 +278,12 @@ func (a *App) init(ctx context.Context) error {
 	mgmt := a.mgmtHandler()
 	ds := a.deltaSharing()        // nil: not mounted
 	shareCat := a.shareCatalogs() // nil: not mounted
-	a.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var con http.Handler          // nil: the console is off
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if con != nil && console.Route(r.URL.Path) {
+			con.ServeHTTP(w, r)
+			return
+		}
 		if strings.HasPrefix(r.URL.Path, "/api/v1/") {
 			mgmt.ServeHTTP(w, r)
 			return
@@ -296,6 +302,10 @@ func (a *App) init(ctx context.Context) error {
 		}
 		a.rest.ServeHTTP(w, r)
 	})
+	if cfg.Console != "off" {
+		con = a.newConsole(inner)
+	}
+	a.handler = inner
 	a.health = newHealth(a)
 	a.handler = a.observeHTTP(a.restTLSHandler(a.health.wrap(a.handler)), ds != nil, shareCat != nil)
 	return nil

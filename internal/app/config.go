@@ -155,6 +155,13 @@ type Config struct {
 	InsecureNoAuth bool `yaml:"insecure_no_auth"`
 	// Demo loads the generated CRM demo dataset at start (env FLOE_DEMO).
 	Demo bool `yaml:"demo"`
+	// Console serves the web console under /console/ on the catalog
+	// listener: "on" (default) or "off" (env FLOE_CONSOLE).
+	Console string `yaml:"console"`
+	// ConsoleMaxSessions bounds the console's signed-in sessions (env
+	// FLOE_CONSOLE_MAX_SESSIONS, default 10000); when full, the session
+	// expiring first is ended and its token revoked.
+	ConsoleMaxSessions int `yaml:"console_max_sessions"`
 	// BootstrapCredential is "client_id:secret" for the first admin principal,
 	// used only when no principal exists yet (env FLOE_BOOTSTRAP_CREDENTIAL).
 	// When empty, a random secret is generated and printed once.
@@ -545,6 +552,7 @@ func Defaults() Config {
 		AuditCheckpointInterval: time.Minute,
 
 		SQLListen:      "127.0.0.1:5433",
+		Console:        "on",
 		AdminListen:    DefaultAdminListen,
 		SQLMemoryLimit: "2GB",
 		SQLCacheBytes:  1 << 30,
@@ -626,6 +634,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	str("FLOE_S3_EXTERNAL_ID", &c.S3.ExternalID)
 	str("FLOE_STS_ENDPOINT", &c.S3.STSEndpoint)
 	str("FLOE_SQL_LISTEN", &c.SQLListen)
+	str("FLOE_CONSOLE", &c.Console)
 	str("FLOE_ADMIN_LISTEN", &c.AdminListen)
 	str("FLOE_TRACING_OTLP_ENDPOINT", &c.TracingOTLPEndpoint)
 	if v := getenv("FLOE_TRACING_SAMPLE_RATIO"); v != "" {
@@ -736,7 +745,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	for name, dst := range map[string]*int{"FLOE_SQL_CACHE_FILES": &c.SQLCacheFiles, "FLOE_SQL_MAX_TRANSACTION_STATEMENTS": &c.SQLMaxTransactionStatements,
 		"FLOE_SQL_MAX_TEMP_TABLES": &c.SQLMaxTempTables, "FLOE_SQL_MAX_TEMP_ROWS": &c.SQLMaxTempRows, "FLOE_SQL_MAX_UNAUTHENTICATED": &c.SQLMaxUnauthenticated,
 		"FLOE_SQL_MAX_UNAUTHENTICATED_PER_IP": &c.SQLMaxUnauthenticatedPerIP, "FLOE_SQL_MAX_CONNECTIONS": &c.SQLMaxConnections,
-		"FLOE_SQL_LOGIN_FAILURES_PER_MINUTE": &c.SQLLoginFailuresPerMinute} {
+		"FLOE_SQL_LOGIN_FAILURES_PER_MINUTE": &c.SQLLoginFailuresPerMinute, "FLOE_CONSOLE_MAX_SESSIONS": &c.ConsoleMaxSessions} {
 		if v := getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
@@ -821,6 +830,16 @@ func (c *Config) Finish() error {
 	}
 	if err := c.finishStorage(); err != nil {
 		return err
+	}
+	switch c.Console {
+	case "", "on":
+		c.Console = "on"
+	case "off":
+	default:
+		return fmt.Errorf("console %q: want on or off", c.Console)
+	}
+	if c.ConsoleMaxSessions < 0 {
+		return fmt.Errorf("console_max_sessions %d: must not be negative", c.ConsoleMaxSessions)
 	}
 	getenv := c.Getenv
 	if getenv == nil {

@@ -45,6 +45,7 @@ func (a *App) newMaintenance(ctx context.Context) (*maint.Maintainer, []maint.Jo
 		Lifecycle: maint.NewLifecycle(env, cold),
 		Store:     a.store,
 		Node:      host,
+		Stats:     maint.NewStatsCache(0),
 	}
 	all := []maint.Job{m.Expire, m.Compact, m.Manifests, m.Orphans, m.Lifecycle}
 	if len(a.cfg.MaintenanceJobs) == 0 {

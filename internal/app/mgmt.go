@@ -29,6 +29,7 @@ func (a *App) mgmtHandler() http.Handler {
 		Products:         a.products,
 		CleanRooms:       a.cleanRoomsAPI(),
 		PublicURL:        a.cfg.PublicURL,
+		AuditLog:         auditReader{a},
 		Logger:           a.log,
 		Backup: func(ctx context.Context, w io.Writer) (backup.Header, backup.Trailer, error) {
 			return a.store.Backup(ctx, w, sqlstore.BackupOptions{FloeVersion: floeVersion()})
@@ -81,4 +82,15 @@ func (p principalAdmin) SetPrincipalDisabled(ctx context.Context, name string, d
 
 func (p principalAdmin) SetPrincipalAllowedCIDRs(ctx context.Context, name string, cidrs []string) ([]string, error) {
 	return p.auth.SetAllowedCIDRs(ctx, name, cidrs)
+}
+
+// auditReader reads the audit log for the management API.
+type auditReader struct{ a *App }
+
+func (r auditReader) AuditQuery(ctx context.Context, q audit.Query) ([]audit.Record, error) {
+	return r.a.store.AuditQuery(ctx, q)
+}
+
+func (r auditReader) VerifyChain(ctx context.Context) (audit.VerifyResult, error) {
+	return r.a.audit.VerifyChain(ctx)
 }
