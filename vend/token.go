@@ -16,7 +16,7 @@ import (
 
 // MaxTokenLen bounds an embedded session token: Mint refuses sessions whose
 // token would be longer, Resolve rejects longer tokens unread.
-const MaxTokenLen = 4096
+const MaxTokenLen = 16 << 10
 
 const (
 	// tokenPrefix starts every embedded session token; it names the format.
@@ -51,6 +51,8 @@ type wireSession struct {
 	Networks []string `json:"n,omitempty"`
 	// Notice is Session.Notice (absent when empty).
 	Notice string `json:"o,omitempty"`
+	// Files is the digest set of Session.Files (read-files credentials).
+	Files *wireFiles `json:"f,omitempty"`
 }
 
 type wireGrant struct {
@@ -66,6 +68,10 @@ func toWire(s Session) wireSession {
 	for i, g := range s.Grants {
 		w.Grants[i] = wireGrant(g)
 	}
+	if len(s.Files) > 0 {
+		fs := newFileSet(s.filesBucket(), s.Files)
+		w.Files = &wireFiles{Salt: fs.salt, Digests: fs.digests}
+	}
 	return w
 }
 
@@ -75,6 +81,9 @@ func (w wireSession) session() Session {
 		AllowedCIDRs: w.Networks, Notice: w.Notice}
 	for i, g := range w.Grants {
 		s.Grants[i] = Grant(g)
+	}
+	if w.Files != nil {
+		s.files = &fileSet{salt: w.Files.Salt, digests: w.Files.Digests}
 	}
 	return s
 }
