@@ -302,7 +302,7 @@ func TestPlanAuthorization(t *testing.T) {
 	grant(t, f, authz.Grant{Grantee: authz.Principal("describer"), Privilege: authz.Describe, On: events})
 	filtered := principal(t, f, "eu")
 	grant(t, f, authz.Grant{Grantee: authz.Principal("eu"), Privilege: authz.Select, On: events,
-		Filter: &authz.DataFilter{RowFilter: "region = 'r1'"}})
+		Filter: &authz.DataFilter{RowFilter: "lower(region) = 'r1'"}}) // not decidable per file (see TestPlanPolicy)
 	reader := principal(t, f, "reader")
 	grant(t, f, authz.Grant{Grantee: authz.Principal("reader"), Privilege: authz.Select, On: events})
 	for _, c := range []struct {

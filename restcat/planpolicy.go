@@ -1,0 +1,234 @@
+package restcat
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/authz"
+	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/lake/rowproof"
+	"github.com/floe-lake/floe/objstore"
+	"github.com/floe-lake/floe/vend"
+)
+
+// Policy-filtered plans. A caller whose SELECT on a table carries a row
+// filter (and no column restriction) may plan a scan when Floe can decide
+// its filter on each planned file from the file's metadata (package
+// lake/rowproof): the plan lists only the files whose rows all pass, with
+// their delete files, and leaves out those whose rows all fail; one file
+// whose rows may partly fail refuses the whole plan, pointing to the SQL
+// endpoint. The credential that comes with such a plan reads exactly the
+// planned files (vend.ReadFiles): no other file of the table, no manifest,
+// no metadata file.
+
+// planPolicy is the row policy a filtered caller's plan enforces.
+type planPolicy struct {
+	filter *rowproof.Filter
+	// canon identifies the policy in plan keys: plans of different
+	// policies never share a result, and a plan id planned under a policy
+	// serves no page once the caller's policy has changed.
+	canon string
+	// refuse builds the refusal of the plan, with why and where to read.
+	refuse func(why string) error
+}
+
+// key is the policy's part of a plan key ("" without a policy).
+func (p *planPolicy) key() string {
+	if p == nil {
+		return ""
+	}
+	return p.canon
+}
+
+// planDenied is the refusal of a plan to a caller that may read the
+// table's files only through a data filter: loadTable's reason, why this
+// plan cannot be filtered (if why is set), and where to read the table.
+func (h *Handler) planDenied(r *http.Request, wh string, id catalog.Ident, denied error, why string) error {
+	reason := floe.PublicMessage(denied)
+	if why != "" {
+		reason += "; " + why
+	}
+	if v := h.opts.Vending; v != nil && v.SQLAddress != "" && h.filtered(r, wh, id) {
+		reason += ". Read it through Floe's SQL endpoint at " + v.SQLAddress + " (PostgreSQL wire protocol, database " +
+			strconv.Quote(wh) + ", user " + strconv.Quote(callerName(r)) + ", an access token as the password)"
+	}
+	return floe.Wrap(floe.Forbidden, denied, "%s", reason)
+}
+
+// planPolicy returns the row policy a plan of table st enforces for the
+// caller: nil when it may read whole files (filtered is false, as
+// planReadable said), else its row filters compiled for per-file proofs.
+// Column restrictions, and row filters outside what can be decided per
+// file, refuse the plan as planReadable refuses it.
+func (h *Handler) planPolicy(r *http.Request, wh string, id catalog.Ident, st *catalog.TableState, filtered bool) (*planPolicy, error) {
+	if !filtered {
+		return nil, nil
+	}
+	_, denied := h.fileAccess(r, wh, id)
+	if denied == nil {
+		return nil, nil // the grants changed since planReadable: whole files
+	}
+	refuse := func(why string) error { return h.planDenied(r, wh, id, denied, why) }
+	filters, err := h.boundFilters(r, wh, id, st)
+	if err != nil {
+		return nil, err
+	}
+	if len(filters) == 0 {
+		return nil, refuse("")
+	}
+	schema := st.Metadata.CurrentSchema()
+	var parts []*rowproof.Filter
+	for i := range filters {
+		f := &filters[i]
+		if f.Include != nil || len(f.Exclude) > 0 {
+			return nil, refuse("its grant " + f.Describe + " restricts columns, which a plan of whole files cannot")
+		}
+		c, err := rowproof.Compile([]string{f.RowFilter}, func(ref string) (rowproof.Column, bool) {
+			fid, ok := f.RowColumn(ref)
+			if !ok {
+				return rowproof.Column{}, false
+			}
+			field, ok := schema.FindFieldByID(fid)
+			return rowproof.Column{ID: fid, Type: field.Type}, ok
+		})
+		if err != nil {
+			return nil, refuse(floe.PublicMessage(err))
+		}
+		parts = append(parts, c)
+	}
+	pf := rowproof.Or(parts...)
+	return &planPolicy{filter: pf, canon: pf.String(), refuse: refuse}, nil
+}
+
+// binder stores column bindings (*authz.Authorizer).
+type binder interface {
+	Bind(ctx context.Context, bs []authz.ColumnBinding) error
+}
+
+// boundFilters returns the caller's data filters on the table by field id,
+// storing the column bindings this read makes first (as the SQL endpoint
+// does), so that both read the filter with the same columns.
+func (h *Handler) boundFilters(r *http.Request, wh string, id catalog.Ident, st *catalog.TableState) ([]authz.BoundFilter, error) {
+	c, err := h.caller(r)
+	if err != nil {
+		return nil, err
+	}
+	tc := authz.ColumnsOf(st.Metadata)
+	for attempt := 0; ; attempt++ {
+		b, err := c.pol.BindFilters(c.sub, authz.Table(wh, id), tc)
+		if err != nil {
+			return nil, err
+		}
+		bd, ok := h.opts.Authz.(binder)
+		if len(b.New) == 0 || attempt > 0 || !ok {
+			return b.Filters, nil
+		}
+		if err := bd.Bind(r.Context(), b.New); err != nil {
+			return nil, floe.Wrap(floe.Unavailable, err, "cannot store the column bindings of a data filter")
+		}
+		pol, err := h.opts.Authz.Policy(r.Context())
+		if err != nil {
+			return nil, floe.Wrap(floe.Unavailable, err, "authorization policy unavailable")
+		}
+		c.pol = pol
+	}
+}
+
+// apply keeps the tasks whose rows all pass the policy and counts the data
+// files left out; a file it cannot decide refuses the plan.
+func (p *planPolicy) apply(md table.Metadata, tasks []table.FileScanTask) ([]table.FileScanTask, int, error) {
+	specs := map[int32]*iceberg.PartitionSpec{}
+	kept := tasks[:0:0]
+	withheld := 0
+	for _, t := range tasks {
+		id := t.File.SpecID()
+		spec, ok := specs[id]
+		if !ok {
+			spec = md.PartitionSpecByID(int(id))
+			specs[id] = spec
+		}
+		switch p.filter.Decide(t.File, spec) {
+		case rowproof.All:
+			kept = append(kept, t)
+		case rowproof.None:
+			withheld++
+		default:
+			return nil, 0, p.refuse("its row filter cannot be decided on every file of the scan from partition values or exact " +
+				"statistics (some files may hold rows that pass and rows that do not)")
+		}
+	}
+	return kept, withheld, nil
+}
+
+// planFiles lists the files of a filtered plan's tasks: data files and the
+// delete files they reference, each once.
+func planFiles(tasks []table.FileScanTask) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, t := range tasks {
+		add(t.File.FilePath())
+		for _, list := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
+			for _, d := range list {
+				add(d.FilePath())
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// planFileCredentials returns a credential that reads exactly the files of
+// a filtered plan (minted for this answer, never reused: it is the plan's
+// own), or a refusal when it cannot be made: too many files for one
+// credential, or files outside the table's location.
+func (h *Handler) planFileCredentials(r *http.Request, id catalog.Ident, st *catalog.TableState, res *planResult, pol *planPolicy) ([]storageCredential, error) {
+	v := h.opts.Vending
+	bucket, prefix, ok := objstore.LocationPrefix(st.Metadata.Location())
+	if !ok || len(res.files) == 0 {
+		return nil, nil
+	}
+	if len(res.files) > vend.MaxFiles {
+		return nil, pol.refuse("the plan lists " + strconv.Itoa(len(res.files)) + " files, more than the " +
+			strconv.Itoa(vend.MaxFiles) + " one credential can name: narrow the scan with a filter")
+	}
+	keys := make([]string, 0, len(res.files))
+	for _, f := range res.files {
+		b, key, err := objstore.ParseLocation(f)
+		if err != nil || b != bucket || !strings.HasPrefix(key, prefix) {
+			return nil, pol.refuse("the plan lists a file outside the table's location, which a per-file credential cannot name")
+		}
+		keys = append(keys, key)
+	}
+	s := session(r.Context(), id, bucket, prefix, false)
+	s.Grants[0].Access, s.Files = vend.ReadFiles, keys
+	creds, sess, err := v.Minter.Mint(r.Context(), s, v.TTL)
+	if err != nil {
+		if k := floe.KindOf(err); k == floe.Invalid || k == floe.Unsupported {
+			return nil, pol.refuse(floe.PublicMessage(err))
+		}
+		return nil, floe.Wrap(floe.Unavailable, err, "cannot vend storage credentials for %s", id)
+	}
+	v.audit(r.Context(), sess)
+	v.observe(s, false)
+	if c, ok := r.Context().Value(callerKey{}).(*caller); ok && c != nil {
+		c.credentialID = sess.ID
+	}
+	sc := v.clientConfig()
+	for k, val := range credentialConfig(creds) {
+		sc[k] = val
+	}
+	return []storageCredential{{Prefix: "s3://" + bucket + "/" + prefix, Config: sc}}, nil
+}
