@@ -2,18 +2,23 @@ package restcat_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/lake"
+	"github.com/floe-lake/floe/vend"
 )
 
 // planKeys returns the object keys of table files in bucket floe by name.
@@ -201,6 +206,37 @@ func TestPlanPolicy(t *testing.T) {
 			"NoSuchPlanTaskException", "has changed since the plan")
 		if _, files := p.planAll(t, eu, p.path, `{}`); !slices.Equal(files, fileNames(1, 2, 4, 5, 7, 8)) {
 			t.Errorf("eu with r1 or r2 plans %v", files)
+		}
+	})
+
+	// One credential names at most vend.MaxFiles files: a filtered plan of
+	// more is refused (nothing half-written), one narrowed by the client's
+	// filter plans.
+	t.Run("too many files for one credential", func(t *testing.T) {
+		lk := lake.New(f.App.Catalog(), lake.NewBucketFS(f.App.Objects()), lake.Options{})
+		tbl, err := lk.LoadTable(ctx, f.Warehouse, catalog.Ident{Namespace: catalog.Namespace{"plan"}, Name: "events"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra := vend.MaxFiles - 2 // with f-1, f-4 and f-7: one more than a credential names
+		files := make([]iceberg.DataFile, extra)
+		for i := range files {
+			b, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentData, fmt.Sprintf("%s/data/big-%d.parquet", tbl.Location(), i),
+				iceberg.ParquetFile, map[int]any{1000: "r1"}, nil, nil, 10, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.LowerBoundValues(map[int][]byte{1: binary.LittleEndian.AppendUint64(nil, 100_000)}).
+				UpperBoundValues(map[int][]byte{1: binary.LittleEndian.AppendUint64(nil, 100_009)})
+			files[i] = b.Build()
+		}
+		if _, err := lake.AppendFiles(ctx, tbl, files, nil); err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, f.DoAs(t, eu, "POST", f.P(p.path+"/plan"), `{}`), 403, "ForbiddenException",
+			fmt.Sprintf("the plan lists %d files, more than the %d one credential can name: narrow the scan", vend.MaxFiles+1, vend.MaxFiles))
+		if _, files := p.planAll(t, eu, p.path, `{"filter":{"type":"lt","term":"id","value":1000}}`); !slices.Equal(files, fileNames(1, 4, 7)) {
+			t.Errorf("narrowed plan lists %v", files)
 		}
 	})
 

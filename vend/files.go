@@ -29,7 +29,8 @@ type fileSet struct {
 	digests []byte // fileDigestLen bytes each, sorted
 }
 
-// wireFiles is a fileSet as sealed in a token.
+// wireFiles is a fileSet as sealed in a token: the salt in the session's
+// JSON, the digests as raw bytes right after it (see seal).
 type wireFiles struct {
 	Salt    []byte `json:"s"`
 	Digests []byte `json:"d"`

@@ -21,7 +21,9 @@
 //
 // with unpadded base64url, len(keyID) one byte, a 12-byte random nonce, and
 // aad = "FV1." || len(keyID) || keyID. The JSON holds every field of the
-// Session, the access key id and the expiry (Unix seconds) included. The
+// Session, the access key id and the expiry (Unix seconds) included; a
+// read-files session's file digests (see ReadFiles) follow it as raw bytes,
+// 8 per file, its salt being in the JSON. The
 // access key id is "FLOE" followed by 16 random characters of [A-Z2-7]. The
 // secret access key is the first 30 bytes of HMAC-SHA256(macKey, token),
 // standard base64: 40 characters, like an AWS secret key. sealKey and macKey
@@ -94,7 +96,7 @@ const (
 
 // MaxFiles bounds Session.Files: an embedded credential carries a digest
 // of each file in its session token, which stays within MaxTokenLen.
-const MaxFiles = 800
+const MaxFiles = 1200
 
 // String returns "read" or "read-write".
 func (a Access) String() string {
