@@ -142,27 +142,55 @@ func (h *Handler) boundFilters(r *http.Request, wh string, id catalog.Ident, st 
 }
 
 // apply keeps the tasks whose rows all pass the policy and counts the data
-// files left out; a file it cannot decide refuses the plan.
+// files left out; a file it cannot decide refuses the plan. The delete
+// files of a kept task are checked too, as they are handed out with it: a
+// delete file that names one data file (referenced-data-file: deletion
+// vectors, file-scoped position deletes) goes with that file; any other
+// must itself be proven to hold only rows the filter admits (by its
+// partition values: position deletes share their data files' partition;
+// or by its statistics), else the plan is refused: an equality delete file
+// holds the deleted rows' values, and a partition-wide position delete
+// file may name other partitions' files.
 func (p *planPolicy) apply(md table.Metadata, tasks []table.FileScanTask) ([]table.FileScanTask, int, error) {
 	specs := map[int32]*iceberg.PartitionSpec{}
+	spec := func(f iceberg.DataFile) *iceberg.PartitionSpec {
+		id := f.SpecID()
+		s, ok := specs[id]
+		if !ok {
+			s = md.PartitionSpecByID(int(id))
+			specs[id] = s
+		}
+		return s
+	}
 	kept := tasks[:0:0]
 	withheld := 0
+	deletes := map[string]bool{} // delete files already proven
 	for _, t := range tasks {
-		id := t.File.SpecID()
-		spec, ok := specs[id]
-		if !ok {
-			spec = md.PartitionSpecByID(int(id))
-			specs[id] = spec
-		}
-		switch p.filter.Decide(t.File, spec) {
+		switch p.filter.Decide(t.File, spec(t.File)) {
 		case rowproof.All:
-			kept = append(kept, t)
 		case rowproof.None:
 			withheld++
+			continue
 		default:
 			return nil, 0, p.refuse("its row filter cannot be decided on every file of the scan from partition values or exact " +
 				"statistics (some files may hold rows that pass and rows that do not)")
 		}
+		for _, list := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
+			for _, d := range list {
+				if ref := d.ReferencedDataFile(); ref != nil && *ref == t.File.FilePath() {
+					continue
+				}
+				if deletes[d.FilePath()] {
+					continue
+				}
+				if p.filter.Decide(d, spec(d)) != rowproof.All {
+					return nil, 0, p.refuse("a delete file that applies to the rows it admits may also hold other rows' values or " +
+						"name other files, as its partition values and statistics cannot rule out")
+				}
+				deletes[d.FilePath()] = true
+			}
+		}
+		kept = append(kept, t)
 	}
 	return kept, withheld, nil
 }
