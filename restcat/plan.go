@@ -71,6 +71,10 @@ type planner struct {
 	// principal and table it was planned for. Async planning will keep a
 	// handle's status here while its result is computed.
 	handles *boundedLRU[string, planHandle]
+	// signable are, by principal and table, the files of the policy-filtered
+	// plans made for remote signing: the only objects Floe signs reads of
+	// for such a principal.
+	signable *boundedLRU[string, *signSet]
 }
 
 func newPlanner(p Planning, vendTTL time.Duration) *planner {
@@ -90,8 +94,9 @@ func newPlanner(p Planning, vendTTL time.Duration) *planner {
 		p.TTL = vendTTL
 	}
 	return &planner{cfg: p,
-		results: newBoundedLRU[planKey, *planResult](p.CacheEntries, p.CacheBytes, p.TTL, p.Now),
-		handles: newBoundedLRU[string, planHandle](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now)}
+		results:  newBoundedLRU[planKey, *planResult](p.CacheEntries, p.CacheBytes, p.TTL, p.Now),
+		handles:  newBoundedLRU[string, planHandle](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now),
+		signable: newBoundedLRU[string, *signSet](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now)}
 }
 
 // planKey is what a plan's result depends on.
@@ -266,6 +271,9 @@ func (h *Handler) planTableScan(w http.ResponseWriter, r *http.Request) error {
 		detail["policy_filtered"], detail["withheld_data_files"] = true, res.withheld
 	}
 	h.auditPlan(r, detail)
+	if res.filtered && delegation(r) == delegateSign {
+		h.plans.allowSigning(planPrincipal(r), key.table, pol.key(), res.files)
+	}
 	return h.writeCompleted(w, r, wh, id, st, write, planID, res, pol)
 }
 

@@ -260,3 +260,59 @@ func (h *Handler) planFileCredentials(r *http.Request, id catalog.Ident, st *cat
 	}
 	return []storageCredential{{Prefix: "s3://" + bucket + "/" + prefix, Config: sc}}, nil
 }
+
+// signSet is the files a filtered principal's plans of one table listed,
+// under the policy they were planned with.
+type signSet struct {
+	canon string
+	files map[string]struct{}
+	size  int64
+}
+
+// allowSigning records the files of a policy-filtered plan made for remote
+// signing: with the files of the principal's earlier plans of the table
+// under the same policy, for as long as a plan id lives.
+func (p *planner) allowSigning(principal, tableUUID, canon string, files []string) {
+	k := principal + "\x00" + tableUUID
+	next := &signSet{canon: canon, files: map[string]struct{}{}, size: 64}
+	if old, ok := p.signable.Get(k); ok && old.canon == canon {
+		for f := range old.files {
+			next.files[f] = struct{}{}
+		}
+		next.size = old.size
+	}
+	for _, f := range files {
+		if _, ok := next.files[f]; !ok {
+			next.files[f] = struct{}{}
+			next.size += int64(len(f)) + 16
+		}
+	}
+	p.signable.Add(k, next, next.size)
+}
+
+// planSignable allows a filtered caller's sign request (denied is why it
+// may not read the table's files) only for a GET or HEAD of one object that
+// one of its live policy-filtered plans of the table listed, under the
+// policy it holds now; anything else is refused with denied.
+func (h *Handler) planSignable(r *http.Request, wh string, id catalog.Ident, st *catalog.TableState, t *signTarget, denied error) error {
+	refuse := func() error {
+		return floe.Wrap(floe.Forbidden, denied, "%s; its requests are signed only for reads of the files of its scan plans "+
+			"(plan with X-Iceberg-Access-Delegation: remote-signing)", floe.PublicMessage(denied))
+	}
+	if h.plans == nil || (t.method != http.MethodGet && t.method != http.MethodHead) || t.key == "" || t.list != nil ||
+		len(t.keys) > 0 || t.copySource != "" {
+		return refuse()
+	}
+	set, ok := h.plans.signable.Get(planPrincipal(r) + "\x00" + st.Metadata.TableUUID().String())
+	if !ok {
+		return refuse()
+	}
+	if _, listed := set.files["s3://"+t.bucket+"/"+t.key]; !listed {
+		return refuse()
+	}
+	pol, err := h.planPolicy(r, wh, id, st, true)
+	if err != nil || pol.key() != set.canon {
+		return refuse()
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/testkit"
 	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/vend"
 )
@@ -206,6 +208,66 @@ func TestPlanPolicy(t *testing.T) {
 			"NoSuchPlanTaskException", "has changed since the plan")
 		if _, files := p.planAll(t, eu, p.path, `{}`); !slices.Equal(files, fileNames(1, 2, 4, 5, 7, 8)) {
 			t.Errorf("eu with r1 or r2 plans %v", files)
+		}
+	})
+
+	// Remote signing for a filtered principal: only GET and HEAD of the
+	// files its plan (made for remote signing) listed, and the signed
+	// request works.
+	t.Run("remote signing", func(t *testing.T) {
+		sign := func(tok, method, key string) testkit.Response {
+			return f.DoAs(t, tok, "POST", f.P(p.path+"/sign"), map[string]any{
+				"region": "us-east-1", "uri": f.App.S3URL() + "/floe/" + key, "method": method, "headers": map[string][]string{}})
+		}
+		// Before any plan: refused.
+		wantErr(t, sign(eu, "GET", keys["f-1.parquet"]), 403, "ForbiddenException", "signed only for reads of the files of its scan plans")
+		r := f.DoAs(t, eu, "POST", f.P(p.path+"/plan"), `{}`, "X-Iceberg-Access-Delegation", "remote-signing")
+		mustStatus(t, r, 200)
+		var pr planResponse
+		r.JSON(t, &pr)
+		if len(pr.Creds) != 0 {
+			t.Fatalf("a remote-signing plan carries credentials: %s", r.Body)
+		}
+		for _, c := range []struct {
+			tok, method, key string
+			ok               bool
+		}{
+			{eu, "GET", keys["f-1.parquet"], true},
+			{eu, "HEAD", keys["f-7.parquet"], true}, // on a later page
+			{eu, "GET", keys["f-0.parquet"], false},
+			{eu, "GET", metaKey, false},
+			{eu, "PUT", keys["f-1.parquet"], false},
+			{eu, "DELETE", keys["f-1.parquet"], false},
+			{eu, "GET", "?list-type=2&prefix=" + strings.TrimSuffix(dataDir[len("s3://floe/"):], "/"), false},
+			{undecided, "GET", keys["f-1.parquet"], false}, // another principal: its plan is refused, so nothing to sign
+		} {
+			r := sign(c.tok, c.method, c.key)
+			if !c.ok {
+				if r.Status != 403 {
+					t.Errorf("sign %s %s: %d, want 403 (%s)", c.method, c.key, r.Status, r.Body)
+				}
+				continue
+			}
+			mustStatus(t, r, 200)
+			var signed struct {
+				URI     string              `json:"uri"`
+				Headers map[string][]string `json:"headers"`
+			}
+			r.JSON(t, &signed)
+			req, _ := http.NewRequest(c.method, signed.URI, nil)
+			for k, vs := range signed.Headers {
+				for _, v := range vs {
+					req.Header.Add(k, v)
+				}
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("signed %s %s: %d", c.method, c.key, resp.StatusCode)
+			}
 		}
 	})
 
