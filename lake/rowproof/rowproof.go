@@ -19,9 +19,11 @@
 // both Iceberg's bounds and DuckDB's default collation order them.
 //
 // What a file's metadata proves about a column: an identity partition
-// field of the file's spec fixes its value in every row (null included);
-// otherwise its statistics bound it: lower and upper bounds (valid bounds,
-// perhaps truncated, never tighter than the values) and the null count.
+// field of the file's spec fixes its value in every row (null included); a
+// day, month or year partition of a date column, or a truncate partition of
+// an int or long column, bounds it to the partition value's interval; its
+// statistics bound it too: lower and upper bounds (valid bounds, perhaps
+// truncated, never tighter than the values) and the null count.
 // A predicate is evaluated in SQL's three-valued logic as the set of truth
 // values its rows may take; a row passes only when the filter is TRUE, so
 // a file passes whole only when TRUE is the only possible value.
@@ -236,28 +238,31 @@ func (k *knowledge) facts(c *colRef) facts {
 }
 
 func (k *knowledge) derive(c *colRef) facts {
+	f := facts{nulls: maybeNull}
 	if k.spec != nil {
 		part := k.df.Partition()
 		for _, pf := range k.spec.Fields() {
 			if pf.SourceID() != c.id {
 				continue
 			}
-			if _, identity := pf.Transform.(iceberg.IdentityTransform); !identity {
-				continue
-			}
 			v, has := part[pf.FieldID]
 			if !has {
 				continue
 			}
+			lo, hi, ok := preimage(pf.Transform, c.kind, v)
+			if !ok {
+				continue
+			}
 			if v == nil {
-				return facts{nulls: allNull}
+				return facts{nulls: allNull} // transforms keep nulls: every row is null
 			}
-			if x, ok := partValue(c.kind, v); ok {
-				return facts{nulls: noNull, ranged: true, lo: x, hi: x}
-			}
+			f = narrow(c.kind, f, lo, hi)
+			f.nulls = noNull
 		}
 	}
-	f := facts{nulls: maybeNull}
+	if f.ranged && f.nulls == noNull && compare(c.kind, f.lo, f.hi) == 0 {
+		return f // exact: statistics cannot tell more
+	}
 	if n, ok := k.df.NullValueCounts()[c.id]; ok {
 		switch {
 		case n == 0:
@@ -272,10 +277,87 @@ func (k *knowledge) derive(c *colRef) facts {
 		l, ok1 := boundValue(c.kind, lo)
 		h, ok2 := boundValue(c.kind, hi)
 		if ok1 && ok2 && compare(c.kind, l, h) <= 0 {
-			f.ranged, f.lo, f.hi = true, l, h
+			f = narrow(c.kind, f, l, h)
 		}
 	}
 	return f
+}
+
+// narrow intersects f's range with [lo, hi] (both bound the same values).
+func narrow(k kind, f facts, lo, hi value) facts {
+	if !f.ranged {
+		f.ranged, f.lo, f.hi = true, lo, hi
+		return f
+	}
+	if compare(k, lo, f.lo) > 0 {
+		f.lo = lo
+	}
+	if compare(k, hi, f.hi) < 0 {
+		f.hi = hi
+	}
+	return f
+}
+
+// preimage returns the range of source values a partition value v of
+// transform t stands for (any v, nil included, when ok): identity gives the
+// value itself; day, month and year of a date and truncate of an int or
+// long give an interval. Other transforms (bucket, truncate of a string,
+// void, hours) tell nothing here.
+func preimage(t iceberg.Transform, k kind, v any) (lo, hi value, ok bool) {
+	if v == nil {
+		// These transforms map null to null and nothing else to null.
+		switch t.(type) {
+		case iceberg.IdentityTransform, iceberg.DayTransform, iceberg.MonthTransform, iceberg.YearTransform,
+			iceberg.HourTransform, iceberg.TruncateTransform, iceberg.BucketTransform:
+			return value{}, value{}, true
+		}
+		return value{}, value{}, false
+	}
+	switch tr := t.(type) {
+	case iceberg.IdentityTransform:
+		x, ok := partValue(k, v)
+		return x, x, ok
+	case iceberg.DayTransform:
+		if k != kDate {
+			return value{}, value{}, false
+		}
+		n, ok := partInt(v)
+		return value{n: n}, value{n: n}, ok
+	case iceberg.MonthTransform, iceberg.YearTransform:
+		n, ok := partInt(v)
+		if k != kDate || !ok {
+			return value{}, value{}, false
+		}
+		var from, to time.Time
+		if _, month := tr.(iceberg.MonthTransform); month {
+			from = time.Date(1970, time.Month(1+n), 1, 0, 0, 0, 0, time.UTC) // Date normalizes months beyond 12 and below 1
+			to = from.AddDate(0, 1, 0)
+		} else {
+			from = time.Date(1970+int(n), 1, 1, 0, 0, 0, 0, time.UTC)
+			to = from.AddDate(1, 0, 0)
+		}
+		return value{n: from.Unix() / 86400}, value{n: to.Unix()/86400 - 1}, true
+	case iceberg.TruncateTransform:
+		n, ok := partInt(v)
+		if k != kInt || !ok || tr.Width <= 0 {
+			return value{}, value{}, false
+		}
+		return value{n: n}, value{n: n + int64(tr.Width) - 1}, true
+	}
+	return value{}, value{}, false
+}
+
+// partInt reads an integer partition value (int32, int64 or a date).
+func partInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case iceberg.Date:
+		return int64(x), true
+	}
+	return 0, false
 }
 
 // partValue converts an identity partition value.

@@ -24,6 +24,10 @@ var (
 	byRegion = iceberg.NewPartitionSpecID(0, iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "region", Transform: iceberg.IdentityTransform{}})
 	unparted = iceberg.NewPartitionSpecID(1)
 	byBucket = iceberg.NewPartitionSpecID(2, iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "rb", Transform: iceberg.BucketTransform{NumBuckets: 4}})
+	byMonth  = iceberg.NewPartitionSpecID(3, iceberg.PartitionField{SourceIDs: []int{3}, FieldID: 1001, Name: "m", Transform: iceberg.MonthTransform{}})
+	byYear   = iceberg.NewPartitionSpecID(4, iceberg.PartitionField{SourceIDs: []int{3}, FieldID: 1002, Name: "y", Transform: iceberg.YearTransform{}})
+	byDay    = iceberg.NewPartitionSpecID(5, iceberg.PartitionField{SourceIDs: []int{3}, FieldID: 1003, Name: "d", Transform: iceberg.DayTransform{}})
+	byTrunc  = iceberg.NewPartitionSpecID(6, iceberg.PartitionField{SourceIDs: []int{1}, FieldID: 1004, Name: "t", Transform: iceberg.TruncateTransform{Width: 10}})
 )
 
 func resolve(ref string) (rowproof.Column, bool) {
@@ -78,6 +82,13 @@ var (
 	bucketed    = file{spec: &byBucket, part: map[int]any{1000: int32(1)}}
 	days        = file{spec: &unparted, lo: map[int][]byte{3: date(19723)}, hi: map[int][]byte{3: date(19730)}, nullCnt: map[int]int64{3: 0}} // 2024-01-01..08
 	emptyFile   = file{spec: &unparted, rows: -1}
+	jan2024     = file{spec: &byMonth, part: map[int]any{1001: int32(648)}} // (2024-1970)*12: 2024-01-01..31
+	year2024    = file{spec: &byYear, part: map[int]any{1002: int32(54)}}
+	day0108     = file{spec: &byDay, part: map[int]any{1003: iceberg.Date(19730)}}
+	nullMonth   = file{spec: &byMonth, part: map[int]any{1001: nil}}
+	ids10to19   = file{spec: &byTrunc, part: map[int]any{1004: int64(10)}}
+	// A month partition and tighter bounds: both hold.
+	jan0105 = file{spec: &byMonth, part: map[int]any{1001: int32(648)}, lo: map[int][]byte{3: date(19727)}, hi: map[int][]byte{3: date(19727)}, nullCnt: map[int]int64{3: 0}}
 )
 
 // TestDecide: every verdict is the one the file's rows force; where the
@@ -126,6 +137,20 @@ func TestDecide(t *testing.T) {
 		{"day >= DATE '2024-01-01'", days, rowproof.All},
 		{"day < '2024-01-08'", days, rowproof.Unknown},
 		{"day > '2024-01-08'", days, rowproof.None},
+		{"day BETWEEN '2024-01-01' AND '2024-01-31'", jan2024, rowproof.All},
+		{"day >= '2024-01-15'", jan2024, rowproof.Unknown},
+		{"day < DATE '2024-01-01'", jan2024, rowproof.None},
+		{"day > '2023-12-31' AND day < '2024-02-01'", jan2024, rowproof.All},
+		{"day >= '2024-01-01'", year2024, rowproof.All},
+		{"day <= '2024-12-31'", year2024, rowproof.All},
+		{"day < '2024-12-31'", year2024, rowproof.Unknown},
+		{"day = '2024-01-08'", day0108, rowproof.All},
+		{"day IS NULL", nullMonth, rowproof.All},
+		{"day >= '2024-01-01'", nullMonth, rowproof.None},
+		{"id BETWEEN 10 AND 19", ids10to19, rowproof.All},
+		{"id < 15", ids10to19, rowproof.Unknown},
+		{"id >= 20", ids10to19, rowproof.None},
+		{"day = '2024-01-05'", jan0105, rowproof.All},
 		{"TRUE", noStats, rowproof.All},
 		{"FALSE OR region = 'EU'", eu, rowproof.All},
 		{"region = 'EU'", emptyFile, rowproof.All}, // no rows: nothing fails
