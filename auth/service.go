@@ -124,6 +124,9 @@ type Service struct {
 	verified *lru.Cache[string, tokenClaims]
 	secrets  *secretCache
 	external map[string]*externalIssuer
+	// states coalesces the concurrent token-state reads of one token
+	// without letting any request see a state read before it arrived.
+	states *stateReads
 }
 
 // New returns a Service; call Init before use.
@@ -157,6 +160,9 @@ func New(store Store, opts Options) *Service {
 		log: opts.Logger, verified: cache, secrets: newSecretCache(opts.SecretCacheTTL, opts.Now),
 		external: map[string]*externalIssuer{}}
 	s.keys = keyring{refresh: opts.KeyRefresh, keys: map[string]signer{}}
+	s.states = newStateReads(func(ctx context.Context, clientID, jti string) (TokenState, error) {
+		return s.store.TokenState(ctx, clientID, jti)
+	})
 	for _, ti := range opts.TrustedIssuers {
 		s.external[ti.Issuer] = newExternalIssuer(ti, opts.HTTPClient, opts.Now)
 	}
@@ -361,13 +367,14 @@ func invalidToken(reason error) error {
 // Verify checks a token's signature, issuer, audience and lifetime, that it
 // was not revoked, and that its principal still exists and is enabled. The
 // signature check is cached per token; the revocation list and the
-// principal are read from the store on every call.
+// principal are read from the store for every call, by a read that began
+// after the call (concurrent calls of one token may share such a read).
 func (s *Service) Verify(ctx context.Context, raw string) (Claims, error) {
 	c, err := s.verifiedClaims(ctx, raw)
 	if err != nil {
 		return Claims{}, err
 	}
-	ts, err := s.store.TokenState(ctx, c.ClientID, c.ID)
+	ts, err := s.states.get(ctx, c.ClientID, c.ID)
 	if err != nil {
 		if floe.KindOf(err) == floe.NotFound {
 			return Claims{}, invalidToken(errors.New("client no longer exists"))

@@ -162,6 +162,7 @@ func (a *App) auditDenied(ctx context.Context, listener string, client netip.Add
 		detail = map[string]any{}
 	}
 	detail["listener"] = listener
+	a.metrics.NetworkDenied(listener)
 	if host, _, err := net.SplitHostPort(peer); err == nil {
 		peer = host
 	}

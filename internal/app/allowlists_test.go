@@ -110,6 +110,10 @@ func TestRESTListenerAllowlist(t *testing.T) {
 			}
 		}
 		waitAudit(t, f, deniedEvent("rest", "127.0.0.1"))
+		// Refusals never reach the request metrics; they have their own.
+		if got := deniedMetric(t, f, "rest"); got != 4 {
+			t.Fatalf("floe_network_denied_total{listener=\"rest\"} = %v, want 4", got)
+		}
 	})
 	t.Run("behind a trusted proxy", func(t *testing.T) {
 		f := testkit.Start(t, network(func(n *app.Allowlists) {
@@ -127,6 +131,28 @@ func TestRESTListenerAllowlist(t *testing.T) {
 		}
 		waitAudit(t, f, deniedEvent("rest", "192.0.2.44"))
 	})
+}
+
+// deniedMetric reads floe_network_denied_total for a listener.
+func deniedMetric(t *testing.T, f *testkit.Floe, listener string) float64 {
+	t.Helper()
+	fams, err := f.App.Metrics().Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fam := range fams {
+		if fam.GetName() != "floe_network_denied_total" {
+			continue
+		}
+		for _, m := range fam.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "listener" && l.GetValue() == listener {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // TestS3ListenerAllowlist: a request to the S3 endpoint from outside

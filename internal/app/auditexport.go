@@ -3,12 +3,13 @@ package app
 import (
 	"context"
 	"fmt"
-	"github.com/floe-lake/floe/audit"
 	"time"
 
 	icebergio "github.com/apache/iceberg-go/io"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/floe-lake/floe/audit"
+	"github.com/floe-lake/floe/internal/awsspans"
 	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/lake/auditexport"
 )
@@ -27,6 +28,7 @@ func (a *App) lakeFS(ctx context.Context) (icebergio.IO, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aws configuration: %w", err)
 	}
+	ac.APIOptions = append(ac.APIOptions, awsspans.APIOption) // S3 calls traced under their request
 	// The FileIO keeps its context for every request: it must outlive ctx.
 	return lake.NewS3FS(context.Background(), ac, a.cfg.WarehouseLocation,
 		lake.S3Options{Endpoint: a.cfg.S3.Endpoint, PathStyle: a.cfg.S3.PathStyle})

@@ -20,6 +20,7 @@ import (
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
+	"github.com/floe-lake/floe/internal/awsspans"
 	"github.com/floe-lake/floe/objstore/bucket"
 )
 
@@ -113,7 +114,7 @@ func (a *App) SealAudit(ctx context.Context, node string) (audit.SealResult, err
 // SealObjects returns the warehouse storage of the audit seals: objects
 // under <warehouse location>/_floe/audit/checkpoints/, in the embedded
 // object store or on external S3.
-func (a *App) SealObjects(ctx context.Context) (audit.SealObjects, error) {
+func (a *App) SealObjects(ctx context.Context) (audit.SealRetirer, error) {
 	u, err := url.Parse(a.cfg.WarehouseLocation)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("warehouse location %q: %w", a.cfg.WarehouseLocation, errors.Join(err, errors.New("no bucket")))
@@ -122,27 +123,29 @@ func (a *App) SealObjects(ctx context.Context) (audit.SealObjects, error) {
 	if prefix != "" {
 		prefix += "/"
 	}
+	retired := prefix + audit.RetiredSealPrefix
 	prefix += audit.SealPrefix
 	if a.objects != nil {
-		return bucketSeals{s: a.objects, bucket: u.Host, prefix: prefix}, nil
+		return bucketSeals{s: a.objects, bucket: u.Host, prefix: prefix, retired: retired}, nil
 	}
 	ac, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(a.cfg.Region))
 	if err != nil {
 		return nil, fmt.Errorf("aws configuration: %w", err)
 	}
+	ac.APIOptions = append(ac.APIOptions, awsspans.APIOption) // S3 calls traced under their request
 	client := s3.NewFromConfig(ac, func(o *s3.Options) {
 		if a.cfg.S3.Endpoint != "" {
 			o.BaseEndpoint = aws.String(a.cfg.S3.Endpoint)
 		}
 		o.UsePathStyle = a.cfg.S3.PathStyle
 	})
-	return s3Seals{c: client, bucket: u.Host, prefix: prefix}, nil
+	return s3Seals{c: client, bucket: u.Host, prefix: prefix, retired: retired}, nil
 }
 
 // bucketSeals keeps seals in the embedded object store.
 type bucketSeals struct {
-	s              *bucket.Store
-	bucket, prefix string
+	s                       *bucket.Store
+	bucket, prefix, retired string
 }
 
 func (b bucketSeals) CreateSeal(ctx context.Context, name string, data []byte) error {
@@ -185,10 +188,22 @@ func (b bucketSeals) ReadSeal(ctx context.Context, name string, limit int64) ([]
 	return readLimited(obj.Body, limit, name)
 }
 
+// RetireSeal copies the seal under the retired prefix, then deletes it.
+func (b bucketSeals) RetireSeal(ctx context.Context, name, dir string) error {
+	_, err := b.s.Copy(ctx, b.bucket, b.prefix+name, b.bucket, b.retired+dir+"/"+name, bucket.PutOptions{ContentType: "application/json"})
+	if errors.Is(err, bucket.ErrNoSuchKey) {
+		return nil // moved already
+	}
+	if err != nil {
+		return err
+	}
+	return b.s.Delete(ctx, b.bucket, b.prefix+name)
+}
+
 // s3Seals keeps seals on external S3.
 type s3Seals struct {
-	c              *s3.Client
-	bucket, prefix string
+	c                       *s3.Client
+	bucket, prefix, retired string
 }
 
 func (b s3Seals) CreateSeal(ctx context.Context, name string, data []byte) error {
@@ -228,6 +243,30 @@ func (b s3Seals) ReadSeal(ctx context.Context, name string, limit int64) ([]byte
 	}
 	defer res.Body.Close()
 	return readLimited(res.Body, limit, name)
+}
+
+// RetireSeal copies the seal under the retired prefix, then deletes it.
+func (b s3Seals) RetireSeal(ctx context.Context, name, dir string) error {
+	_, err := b.c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(b.retired + dir + "/" + name),
+		CopySource: aws.String(url.PathEscape(b.bucket) + "/" + escapeKey(b.prefix+name))})
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() == 404 {
+		return nil // moved already
+	}
+	if err != nil {
+		return err
+	}
+	_, err = b.c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(b.prefix + name)})
+	return err
+}
+
+// escapeKey escapes an object key for CopySource, keeping its slashes.
+func escapeKey(k string) string {
+	parts := strings.Split(k, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return strings.Join(parts, "/")
 }
 
 // readLimited reads r whole, refusing more than limit bytes.

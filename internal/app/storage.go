@@ -18,6 +18,7 @@ import (
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/awsspans"
 	"github.com/floe-lake/floe/internal/netlimit"
 	"github.com/floe-lake/floe/internal/obs"
 	"github.com/floe-lake/floe/lake"
@@ -120,6 +121,7 @@ func (a *App) openExternalS3(ctx context.Context) (catalog.FileIO, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aws configuration: %w", err)
 	}
+	ac.APIOptions = append(ac.APIOptions, awsspans.APIOption) // S3 calls traced under their request
 	client := s3.NewFromConfig(ac, func(o *s3.Options) {
 		if cfg.S3.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.S3.Endpoint)

@@ -152,17 +152,33 @@ verifies the audit chain.`}
 		}
 		fmt.Fprintf(stdout, "audit log intact: %d records, head %d %s\n", vr.Records, vr.Last, vr.Head)
 		// Warehouse checkpoints written after the backup seal records the
-		// restored store no longer has: say so, with what to do.
-		if objs, err := a.SealObjects(c.Context()); err == nil {
-			if _, _, err := a.Audit().VerifySeals(c.Context(), objs); err != nil {
+		// restore rewound: move them aside (they would report those records
+		// as deleted, and their names are the seqs the next records take),
+		// then check the ones kept against the restored log.
+		detail := map[string]any{"backup_created_at": h.CreatedAt.Format(time.RFC3339Nano),
+			"backup_dialect": h.Dialect, "backup_floe_version": h.FloeVersion, "backup_schema_version": h.SchemaVersion,
+			"backup_audit_head_seq": h.AuditHead.Seq, "tables": res.Tables, "rows": res.Rows, "forced": *force}
+		if objs, err := a.SealObjects(c.Context()); err != nil {
+			fmt.Fprintf(stderr, "warning: the warehouse audit checkpoints were not checked: %v\n", err)
+		} else {
+			dir := "restore-" + start.UTC().Format("20060102T150405Z")
+			rr, err := audit.RetireSealsAfter(c.Context(), objs, vr.Last, dir)
+			if rr.Count > 0 {
+				fmt.Fprintf(stdout, "retired %d warehouse audit checkpoints of records %d-%d, written after the backup, to %s%s/\n",
+					rr.Count, rr.First, rr.Last, audit.RetiredSealPrefix, dir)
+				detail["retired_checkpoints"], detail["retired_from_seq"], detail["retired_to_seq"] = rr.Count, rr.First, rr.Last
+				detail["retired_to"] = audit.RetiredSealPrefix + dir + "/"
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "warning: %v (move the checkpoints of records after %d out of %s by hand; see docs/operations.md, \"Backup and restore\")\n",
+					err, vr.Last, audit.SealPrefix)
+			} else if _, _, err := a.Audit().VerifySeals(c.Context(), objs); err != nil {
 				fmt.Fprintf(stderr, "warning: the warehouse holds audit checkpoints that disagree with the restored log "+
-					"(records written after the backup are lost with the restore; see docs/operations.md, \"Backup and restore\"): %v\n", err)
+					"(was the backup taken from another deployment?): %v\n", err)
 			}
 		}
 		if _, err := a.Audit().Append(c.Context(), audit.Event{Principal: "(cli)", Action: "store.restore", Resource: "store",
-			Outcome: audit.OutcomeSuccess, Detail: map[string]any{"backup_created_at": h.CreatedAt.Format(time.RFC3339Nano),
-				"backup_dialect": h.Dialect, "backup_floe_version": h.FloeVersion, "backup_schema_version": h.SchemaVersion,
-				"backup_audit_head_seq": h.AuditHead.Seq, "tables": res.Tables, "rows": res.Rows, "forced": *force}}); err != nil {
+			Outcome: audit.OutcomeSuccess, Detail: detail}); err != nil {
 			return fmt.Errorf("record the restore in the audit log: %w", err)
 		}
 		return nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,11 +20,11 @@ import (
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// locations through Floe's S3 endpoint
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/internal/app"
 	"github.com/floe-lake/floe/internal/pgtest"
 	"github.com/floe-lake/floe/internal/testkit"
-	"github.com/floe-lake/floe/objstore/bucket"
-	"github.com/floe-lake/floe/objstore/s3api"
+	"github.com/floe-lake/floe/internal/testkit/s3double"
 	"github.com/floe-lake/floe/store/backup"
 )
 
@@ -177,9 +176,9 @@ func checkRestored(t *testing.T, f *testkit.Floe, cat *rest.Catalog, file string
 		t.Fatalf("restore said %q, want %q", out, want)
 	}
 	// No warehouse checkpoints from this server: the next target is
-	// restored from the same backup over the same warehouse, and this
-	// server's checkpoints would seal records that one lacks (see
-	// TestRestoreWarnsOfLaterCheckpoints).
+	// restored from the same backup over the same warehouse, and its
+	// restore would retire this server's checkpoints as written after the
+	// backup (see TestRestoreRetiresLaterCheckpoints).
 	g := testkit.Start(t, func(c *app.Config) {
 		c.DataDir, c.Store, c.Maintenance, c.AuditCheckpointInterval = f.Dir, restored, false, 0
 	})
@@ -281,10 +280,12 @@ func TestBackupRestoreCommands(t *testing.T) {
 	}
 }
 
-// TestRestoreWarnsOfLaterCheckpoints: a warehouse checkpoint of the audit
-// chain written after the backup seals records the restored store lacks;
-// floe restore says so (and restores).
-func TestRestoreWarnsOfLaterCheckpoints(t *testing.T) {
+// TestRestoreRetiresLaterCheckpoints: a warehouse checkpoint of the audit
+// chain written after the backup seals records the restore rewinds; floe
+// restore moves it aside (recording the move in the store.restore event),
+// so that the restored log verifies at once and a node started on it seals
+// the records that take the lost seqs, with no manual step.
+func TestRestoreRetiresLaterCheckpoints(t *testing.T) {
 	ctx := context.Background()
 	f := testkit.Start(t, func(c *app.Config) { c.Maintenance = false })
 	f.CreateTable(t, "ns", "before")
@@ -306,50 +307,63 @@ func TestRestoreWarnsOfLaterCheckpoints(t *testing.T) {
 		}
 		return out, errOut
 	}
-	if _, errOut := restore(); strings.Contains(errOut, "warning") {
-		t.Fatalf("restore before any later checkpoint warned: %s", errOut)
+	if out, errOut := restore(); strings.Contains(errOut, "warning") || strings.Contains(out, "retired") {
+		t.Fatalf("restore before any later checkpoint: %q %q", out, errOut)
 	}
 	f.CreateTable(t, "ns", "after")
-	if res, err := f.App.SealAudit(ctx, "n1"); err != nil || !res.Written {
-		t.Fatalf("seal: %+v %v", res, err)
+	later, err := f.App.SealAudit(ctx, "n1")
+	if err != nil || !later.Written {
+		t.Fatalf("seal: %+v %v", later, err)
+	}
+	h, _ := backupEntities(t, file)
+	if later.Seal.Seq <= h.AuditHead.Seq {
+		t.Fatalf("the later checkpoint seals %d, the backup's head is %d", later.Seal.Seq, h.AuditHead.Seq)
 	}
 	out, errOut := restore()
-	if !strings.Contains(out, "audit log intact") || !strings.Contains(errOut, "warning: the warehouse holds audit checkpoints") {
-		t.Fatalf("restore said %q %q", out, errOut)
+	want := fmt.Sprintf("retired 1 warehouse audit checkpoints of records %d-%d", later.Seal.Seq, later.Seal.Seq)
+	if !strings.Contains(out, "audit log intact") || !strings.Contains(out, want) || strings.Contains(errOut, "warning") {
+		t.Fatalf("restore said %q %q; want %q and no warning", out, errOut, want)
+	}
+	wh := f.App.Config().WarehouseDir
+	name := fmt.Sprintf("%020d.json", later.Seal.Seq)
+	if _, err := os.Stat(filepath.Join(wh, "_floe", "audit", "checkpoints", name)); !os.IsNotExist(err) {
+		t.Fatalf("the checkpoint of a lost record is still in the chain: %v", err)
+	}
+	kept, _ := filepath.Glob(filepath.Join(wh, "_floe", "audit", "checkpoints-retired", "restore-*", name))
+	if len(kept) != 1 {
+		t.Fatalf("the retired checkpoint is not kept: %v", kept)
 	}
 	verify := []string{"audit", "verify", "--data-dir", f.Dir, "--store", restored, "--log-level", "error"}
-	if _, _, err := runCLI(t, "", nil, verify...); err == nil {
-		t.Fatal("audit verify passed with a checkpoint of lost records")
+	if out, _, err := runCLI(t, "", nil, verify...); err != nil || !strings.Contains(out, "audit log intact") {
+		t.Fatalf("audit verify after the restore: %v %q", err, out)
 	}
-	// The procedure of docs/operations.md: move the checkpoints above the
-	// backup's head aside; then the restored log verifies.
-	h, _ := backupEntities(t, file)
-	dir := filepath.Join(f.App.Config().WarehouseDir, "_floe", "audit", "checkpoints")
-	archive := filepath.Join(f.App.Config().WarehouseDir, "_floe", "audit", "checkpoints-lost")
-	if err := os.MkdirAll(archive, 0o750); err != nil {
-		t.Fatal(err)
+	// A node on the restored store: its records take the lost seqs, its
+	// checkpoint is written (no name collision) and the log verifies.
+	g := testkit.Start(t, func(c *app.Config) {
+		c.DataDir, c.Store, c.Maintenance, c.AuditCheckpointInterval = f.Dir, restored, false, 0
+	})
+	g.CreateTable(t, "ns", "after_restore")
+	res, err := g.App.SealAudit(ctx, "n2")
+	if err != nil || !res.Written || res.Seal.Seq <= h.AuditHead.Seq {
+		t.Fatalf("seal after the restore: %+v %v", res, err)
 	}
-	names, err := os.ReadDir(dir)
+	recs, err := g.App.Store().AuditQuery(ctx, audit.Query{Action: "store.restore", Limit: 10})
+	wantDetail := fmt.Sprintf(`"retired_checkpoints":1,"retired_from_seq":%d,`, later.Seal.Seq)
+	if err != nil || len(recs) != 1 || !strings.Contains(string(recs[0].Detail), wantDetail) {
+		t.Fatalf("the store.restore event: %+v %v", recs, err)
+	}
+	if _, _, err := g.App.Audit().VerifySeals(ctx, mustSeals(t, g)); err != nil {
+		t.Fatalf("verify with the new checkpoint: %v", err)
+	}
+}
+
+func mustSeals(t *testing.T, f *testkit.Floe) audit.SealObjects {
+	t.Helper()
+	objs, err := f.App.SealObjects(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	moved := 0
-	for _, e := range names {
-		seq, err := strconv.ParseInt(strings.TrimSuffix(e.Name(), ".json"), 10, 64)
-		if err != nil || seq <= h.AuditHead.Seq {
-			continue
-		}
-		if err := os.Rename(filepath.Join(dir, e.Name()), filepath.Join(archive, e.Name())); err != nil {
-			t.Fatal(err)
-		}
-		moved++
-	}
-	if moved != 1 {
-		t.Fatalf("moved %d checkpoints of %v", moved, names)
-	}
-	if out, _, err := runCLI(t, "", nil, verify...); err != nil || !strings.Contains(out, "audit log intact") {
-		t.Fatalf("audit verify after moving the checkpoints aside: %v %q", err, out)
-	}
+	return objs
 }
 
 // TestBackupToS3: --out s3://bucket/key uploads the backup (Floe's own S3
@@ -357,18 +371,12 @@ func TestRestoreWarnsOfLaterCheckpoints(t *testing.T) {
 // that fails uploads nothing.
 func TestBackupToS3(t *testing.T) {
 	dir := t.TempDir()
-	objs, err := bucket.New(bucket.Options{Buckets: map[string]string{"backups": filepath.Join(dir, "b")}, TempDir: filepath.Join(dir, "tmp")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { objs.Close() })
-	srv := httptest.NewServer(s3api.New(s3api.Options{Store: objs})) // authentication off: any key works
-	t.Cleanup(srv.Close)
+	_, url := s3double.Start(t, "backups")
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "none"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
-	env := map[string]string{"FLOE_S3_ENDPOINT": srv.URL, "FLOE_S3_PATH_STYLE": "true"}
+	env := map[string]string{"FLOE_S3_ENDPOINT": url, "FLOE_S3_PATH_STYLE": "true"}
 	data := []string{"--data-dir", filepath.Join(dir, "data"), "--log-level", "error"}
 	if _, _, err := runCLI(t, "", env, append([]string{"principal", "create", "etl"}, data...)...); err != nil {
 		t.Fatal(err)

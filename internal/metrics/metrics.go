@@ -66,6 +66,7 @@ type Metrics struct {
 	exported    prometheus.Counter
 	exportMark  prometheus.Gauge
 	exportLast  prometheus.Gauge
+	netDenied   *prometheus.CounterVec
 	storeDur    *prometheus.HistogramVec
 	cache       *prometheus.CounterVec
 }
@@ -123,8 +124,10 @@ func New() *Metrics {
 		Help: "Latency of metadata store operations, by operation.", Buckets: durationBuckets}, []string{"op"})
 	m.cache = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_cache_requests_total",
 		Help: "Lookups in Floe's main caches, by cache and result (hit, miss)."}, []string{"cache", "result"})
+	m.netDenied = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_network_denied_total",
+		Help: "Requests and connections refused by a listener's network allowlist, by listener (rest, s3, sql)."}, []string{"listener"})
 	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.commits, m.vended, m.s3Bytes, m.sqlQueries,
-		m.sqlRows, m.maintRuns, m.maintDur, m.auditLag, m.exportRuns, m.exported, m.exportMark, m.exportLast, m.storeDur, m.cache} {
+		m.sqlRows, m.maintRuns, m.maintDur, m.auditLag, m.exportRuns, m.exported, m.exportMark, m.exportLast, m.storeDur, m.cache, m.netDenied} {
 		f(c)
 	}
 	return m
@@ -196,6 +199,21 @@ func (m *Metrics) Commit(result string) {
 // MetadataCache records a lookup of parsed table or view metadata
 // (catalog.Observer).
 func (m *Metrics) MetadataCache(hit bool) { m.Cache(CacheTableMetadata, hit) }
+
+// NetworkDenied records a request or connection a listener's network
+// allowlist refused (these never reach the request metrics). listener is
+// one of rest, s3, sql; anything else counts as "other".
+func (m *Metrics) NetworkDenied(listener string) {
+	if m == nil {
+		return
+	}
+	switch listener {
+	case "rest", "s3", "sql":
+	default:
+		listener = obs.Other
+	}
+	m.netDenied.WithLabelValues(listener).Inc()
+}
 
 // CredentialsVended records one storage credential handed out in an
 // answer, with its access (read, read-write, notice, read-objects,

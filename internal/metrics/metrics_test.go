@@ -56,6 +56,8 @@ func TestRecorders(t *testing.T) {
 	m.AuditWriteLag(20 * time.Millisecond)
 	m.StoreQuery("swap pointers", time.Millisecond)
 	m.MetadataCache(true)
+	m.NetworkDenied("sql")
+	m.NetworkDenied("mars")
 	for _, c := range []struct {
 		got  float64
 		want float64
@@ -77,6 +79,8 @@ func TestRecorders(t *testing.T) {
 		{testutil.ToFloat64(m.sqlQueries.WithLabelValues("other")), 1, "sql other"},
 		{testutil.ToFloat64(m.sqlRows), 15, "sql rows"},
 		{testutil.ToFloat64(m.maintRuns.WithLabelValues("compact", "error")), 1, "maintenance error"},
+		{testutil.ToFloat64(m.netDenied.WithLabelValues("sql")), 1, "network denied sql"},
+		{testutil.ToFloat64(m.netDenied.WithLabelValues("other")), 1, "network denied, unknown listener"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.what, c.got, c.want)
@@ -88,7 +92,7 @@ func TestRecorders(t *testing.T) {
 	for _, name := range []string{"floe_http_requests_total", "floe_http_request_duration_seconds_bucket", "floe_catalog_commits_total",
 		"floe_credentials_vended_total", "floe_s3_bytes_total", "floe_sql_queries_total", "floe_sql_rows_total",
 		"floe_maintenance_runs_total", "floe_maintenance_run_duration_seconds", "floe_audit_write_lag_seconds",
-		"floe_store_query_duration_seconds", "floe_cache_requests_total", "go_goroutines", "process_cpu_seconds_total"} {
+		"floe_store_query_duration_seconds", "floe_cache_requests_total", "floe_network_denied_total", "go_goroutines", "process_cpu_seconds_total"} {
 		if !strings.Contains(body, "\n"+name) {
 			t.Errorf("no %s in /metrics", name)
 		}
@@ -147,6 +151,7 @@ func TestDocsNameEveryMetric(t *testing.T) {
 	m.AuditExport(3, 42, time.Now(), nil)
 	m.PendingAuditRecords(func() int { return 7 })
 	m.StoreQuery("read", time.Millisecond)
+	m.NetworkDenied("rest")
 	fams, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)

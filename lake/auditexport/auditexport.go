@@ -141,6 +141,13 @@ type CompactOptions struct {
 	Groups     int
 	// SmallBytes: files smaller than this are small.
 	SmallBytes int64
+	// TierBytes is the size below which a small file is in the first
+	// size tier; each further tier holds files up to four times larger.
+	// Only files of one tier are compacted together, so a file already
+	// compacted is not read again until MinFiles files of its size have
+	// gathered: each record is rewritten a few times at most, however long
+	// the export runs.
+	TierBytes int64
 	// Window: only partitions (days) within this of now are planned.
 	Window time.Duration
 }
@@ -163,6 +170,7 @@ func (o CompactOptions) withDefaults() CompactOptions {
 	def64(&o.GroupBytes, DefaultCompactGroupBytes)
 	def(&o.Groups, DefaultCompactGroups)
 	def64(&o.SmallBytes, DefaultCompactSmallBytes)
+	def64(&o.TierBytes, DefaultCompactTierBytes)
 	if o.Window <= 0 {
 		o.Window = DefaultCompactWindow
 	}
@@ -196,10 +204,16 @@ type Exporter struct {
 	now      func() time.Time
 	wake     <-chan struct{}
 
-	mu      sync.Mutex // serializes Export calls of this node
-	stop    context.CancelFunc
-	done    chan struct{}
-	started bool
+	mu sync.Mutex // serializes Export calls of this node
+	// compacted is when the background loop last compacted (zero: never;
+	// only the loop goroutine uses it).
+	// An export the tail wakes early does not compact again before an
+	// interval has passed: under load the wakes come every few hundred
+	// milliseconds, and each compaction plans the recent files anew.
+	compacted time.Time
+	stop      context.CancelFunc
+	done      chan struct{}
+	started   bool
 }
 
 // New returns an Exporter reading src and writing through cat and lk.
@@ -293,13 +307,13 @@ func (e *Exporter) leaseTTL() time.Duration {
 	return min(max(2*e.interval, 30*time.Second), 5*time.Minute)
 }
 
-// exportLeased exports, then compacts the recent small files, while
-// holding the lease, if there are leases.
+// exportLeased exports, then compacts the recent small files (at most
+// once per interval), while holding the lease, if there are leases.
 func (e *Exporter) exportLeased(ctx context.Context) (Result, error) {
 	if e.leases == nil {
 		res, err := e.Export(ctx)
 		if err == nil {
-			e.compactLogged(ctx)
+			e.compactDue(ctx)
 		}
 		return res, err
 	}
@@ -318,9 +332,19 @@ func (e *Exporter) exportLeased(ctx context.Context) (Result, error) {
 	}()
 	res, err := e.export(ctx, func() error { return e.leases.RenewLease(ctx, l, ttl) })
 	if err == nil && e.leases.RenewLease(ctx, l, ttl) == nil {
-		e.compactLogged(ctx)
+		e.compactDue(ctx)
 	}
 	return res, err
+}
+
+// compactDue compacts unless the loop compacted less than an interval ago.
+func (e *Exporter) compactDue(ctx context.Context) {
+	now := e.now()
+	if !e.compacted.IsZero() && now.Sub(e.compacted) < e.interval {
+		return
+	}
+	e.compacted = now
+	e.compactLogged(ctx)
 }
 
 // compactLogged runs Compact, logging what it did.

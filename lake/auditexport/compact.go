@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -29,6 +31,8 @@ const (
 	DefaultCompactGroups = 4
 	// DefaultCompactSmallBytes: files smaller than this are small.
 	DefaultCompactSmallBytes = 16 << 20
+	// DefaultCompactTierBytes bounds the first size tier of small files.
+	DefaultCompactTierBytes = 256 << 10
 	// DefaultCompactWindow: only partitions of days within this of now
 	// are looked at.
 	DefaultCompactWindow = 48 * time.Hour
@@ -63,6 +67,9 @@ var compactGroupOptions = []table.CompactionGroupOption{
 // partitions with at least CompactMinFiles of them, and rewrites at most
 // CompactGroups groups of at most CompactGroupFiles files and
 // CompactGroupBytes input bytes each, streaming, in one replace snapshot.
+// Files are compacted only with files of their size tier (CompactTierBytes),
+// so the output of one compaction is not rewritten by the next: the cost of
+// compaction per exported record stays constant as the day's data grows.
 // Older partitions and large files are never read, so the work and the
 // memory are bounded whatever the history's length. The generic
 // maintenance compaction is off for system.audit (TableProperties).
@@ -143,14 +150,22 @@ func (e *Exporter) plan(ctx context.Context, tbl *table.Table) ([]table.Compacti
 		if f.ContentType() != iceberg.EntryContentData || f.FileSizeBytes() >= e.copts.SmallBytes || len(t.DeleteFiles) > 0 {
 			continue
 		}
-		k := fmt.Sprintf("%d/%v", f.SpecID(), f.Partition())
+		k := fmt.Sprintf("%d/%v/%d", f.SpecID(), f.Partition(), sizeTier(f.FileSizeBytes(), e.copts.TierBytes))
 		if _, ok := parts[k]; !ok {
 			keys = append(keys, k)
 		}
 		parts[k] = append(parts[k], t)
 	}
-	slices.Sort(keys)
-	slices.Reverse(keys) // newest days first, roughly: their keys sort last
+	// Newest days first, roughly (their keys sort last), and within a day
+	// the smallest files first.
+	slices.SortFunc(keys, func(a, b string) int {
+		pa, ta := splitTier(a)
+		pb, tb := splitTier(b)
+		if c := cmp.Compare(pb, pa); c != 0 {
+			return c
+		}
+		return cmp.Compare(ta, tb)
+	})
 	var groups []table.CompactionTaskGroup
 	for _, k := range keys {
 		ts := parts[k]
@@ -180,6 +195,23 @@ func (e *Exporter) plan(ctx context.Context, tbl *table.Table) ([]table.Compacti
 		}
 	}
 	return groups, nil
+}
+
+// sizeTier is the size tier of a file of size bytes: 0 below tierBytes,
+// then one more for each factor of four.
+func sizeTier(size, tierBytes int64) int {
+	t := 0
+	for lim := tierBytes; size >= lim && t < 32; lim *= 4 {
+		t++
+	}
+	return t
+}
+
+// splitTier splits a planning key into its partition and its size tier.
+func splitTier(k string) (string, int) {
+	i := strings.LastIndexByte(k, '/')
+	t, _ := strconv.Atoi(k[i+1:])
+	return k[:i], t
 }
 
 // seqFieldID is the field id of seq in Schema.

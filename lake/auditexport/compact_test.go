@@ -1,6 +1,7 @@
 package auditexport_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -93,6 +94,56 @@ func TestCompactIncremental(t *testing.T) {
 	wantSeqs(t, rows, 305)
 }
 
+// TestCompactTiers is the regression test of the export's cost growing
+// with its run time: a file that a compaction wrote is not read again by
+// the next one, which compacts only the newer files of its own size tier.
+// Before tiers every compaction re-read the day's compacted file, so the
+// bytes rewritten per exported record grew all day.
+func TestCompactTiers(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	now := base.Add(time.Hour)
+	opts := auditexport.Options{Warehouse: wh, BatchSize: 10, Now: func() time.Time { return now },
+		Compact: auditexport.CompactOptions{MinFiles: 4}}
+	e.appendEvents(t, 90)
+	ex := auditexport.New(e.st, e.cat, e.lk, opts)
+	if _, err := ex.Export(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, err := ex.Compact(ctx)
+	if err != nil || first.Groups != 1 || first.FilesAfter != 1 {
+		t.Fatalf("first compaction: %+v, %v", first, err)
+	}
+	// The compacted file is larger than any exported one; the tier bound
+	// is set between them.
+	var largestSmall, compacted int64
+	_, tbl := e.exported(t)
+	for _, f := range dataFiles(t, tbl) {
+		if f.File.Count() > 10 {
+			compacted = f.File.FileSizeBytes()
+		} else {
+			largestSmall = max(largestSmall, f.File.FileSizeBytes())
+		}
+	}
+	if compacted <= largestSmall {
+		t.Fatalf("compacted file %d bytes, largest exported %d: the test needs it larger", compacted, largestSmall)
+	}
+	e.appendEvents(t, 40)
+	if _, err := ex.Export(ctx); err != nil {
+		t.Fatal(err)
+	}
+	opts.Compact.TierBytes = (largestSmall + compacted) / 2
+	second, err := auditexport.New(e.st, e.cat, e.lk, opts).Compact(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Groups != 1 || second.FilesBefore != 4 || second.BytesBefore >= compacted+4*largestSmall-compacted/2 {
+		t.Fatalf("second compaction: %+v; want only the 4 new small files of the day, not the %d-byte compacted one", second, compacted)
+	}
+	rows, _ := e.exported(t)
+	wantSeqs(t, rows, 130)
+}
+
 // TestCompactGroupBytesAndWindow: a group stops at GroupBytes of input;
 // partitions older than the window are never planned.
 func TestCompactGroupBytesAndWindow(t *testing.T) {
@@ -161,5 +212,53 @@ func TestTablePropertiesTurnOffGenericCompaction(t *testing.T) {
 	wantSeqs(t, rows, 4)
 	if p := tbl.Properties(); p[maint.PropCompactionEnabled] != "false" || p[table.MaxSnapshotAgeMsKey] != "900000" {
 		t.Fatalf("properties after upgrade: %v", p)
+	}
+}
+
+// TestBackgroundCompactsOncePerInterval: exports the tail wakes early do
+// not compact again before an interval has passed (under load the wakes
+// come every few hundred milliseconds, and each compaction plans the
+// recent files anew); the first export after it does.
+func TestBackgroundCompactsOncePerInterval(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	now := base.Add(time.Hour)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	wake := make(chan struct{})
+	done := make(chan auditexport.Result)
+	ex := auditexport.New(e.st, e.cat, e.lk, auditexport.Options{Warehouse: wh, BatchSize: 10, Interval: time.Hour, Now: clock,
+		Wake: wake, Compact: auditexport.CompactOptions{MinFiles: 2},
+		Observe: func(r auditexport.Result, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			done <- r
+		}})
+	ex.Start()
+	t.Cleanup(func() { ex.Close() })
+	round := func() int {
+		t.Helper()
+		e.appendEvents(t, 10) // two days' partitions: two files per export
+		wake <- struct{}{}
+		if r := <-done; r.Records != 10 {
+			t.Fatalf("export: %+v", r)
+		}
+		_, tbl := e.exported(t)
+		return len(dataFiles(t, tbl))
+	}
+	for i, want := range []int{2, 4, 6} {
+		if got := round(); got != want {
+			t.Fatalf("export %d: %d data files, want %d (no compaction within the interval)", i+1, got, want)
+		}
+	}
+	mu.Lock()
+	now = now.Add(time.Hour)
+	mu.Unlock()
+	if got := round(); got != 2 {
+		t.Fatalf("after an interval: %d data files, want 2 (each day's 4 files compacted into one)", got)
+	}
+	rows, _ := e.exported(t)
+	if len(rows) != 40 {
+		t.Fatalf("%d rows, want 40", len(rows))
 	}
 }
