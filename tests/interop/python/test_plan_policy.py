@@ -14,6 +14,12 @@ with that credential reads a planned file, and gets 403 AccessDenied on a
 data file of another region, on the table's metadata JSON, on a manifest
 list and on a file of another table; once the grant is revoked, the
 credential is refused like every vended credential.
+
+The Iceberg Java client 1.11.0 does read with a plan's credentials
+(Scan.fileIO()): as a principal whose filter `id >= 100` the files'
+statistics decide (an unpartitioned table, so that Java's handling of an
+absent residual-filter, see test_java_plan.py, does not come in), its
+server-planned scan reads exactly the admitted rows with no FileIO swap.
 """
 
 from __future__ import annotations
@@ -158,3 +164,30 @@ def test_undecidable_filter_refused(srv: FloeServer, sales) -> None:
     assert e.value.status == 403 and err["type"] == "ForbiddenException" and err["code"] == 403
     assert "the row filter cannot be decided per file" in err["message"], err
     assert "SQL endpoint at 127.0.0.1" in err["message"]
+
+
+def test_java_client_reads_exactly_the_admitted_rows(srv: FloeServer, tmp_path) -> None:
+    """The Iceberg Java client 1.11.0 (scan-planning-mode=server) reads with
+    the plan's storage credentials (Scan.fileIO()), so as a principal whose
+    row filter `id >= 100` the statistics decide on every file of an
+    unpartitioned table, it reads exactly ids 100..199 from the two files
+    the plan lists. Planning on the client instead fails: the principal's
+    loadTable credential reads no manifest."""
+    from test_java_plan import classpath, compile_java, run_java
+
+    admin = srv.catalog("admin")
+    tbl = admin.create_table(("db", "stats"), schema=SCHEMA)
+    for a in range(4):  # one file per append: ids [50a, 50a+49]
+        tbl.append(pa.Table.from_pylist([{"id": a * 50 + i, "region": REGIONS[i % 3]} for i in range(50)], schema=ARROW))
+    cred = _principal(srv, "high-ids")
+    _grant(srv, "high-ids", "stats", filter={"row_filter": "id >= 100"})
+    cp = compile_java(classpath(), tmp_path)
+    props = {"uri": srv.uri, "warehouse": WAREHOUSE, "rest.auth.type": "oauth2", "credential": cred,
+             "oauth2-server-uri": srv.token_url}
+    [line] = run_java(cp, {"catalog": props, "cases": [{"name": "policy", "table": "db.stats"}]}, tmp_path, "policy")
+    server, client = line["server"], line["client"]
+    assert "error" not in server, line["stderr"][-3000:]
+    assert (server["table-class"], server["scan-class"]) == ("RESTTable", "RESTTableScan")
+    assert sorted(r["id"] for r in server["rows"]) == list(range(100, 200))
+    assert len(server["paths"]) == 2
+    assert "error" in client, client
