@@ -198,7 +198,11 @@ func shareJSON(s sharing.ShareInfo) Share {
 
 func shareObjectJSON(o sharing.Object) ShareObject {
 	name := o.Namespace.String()
-	if o.Kind != sharing.ObjectNamespace {
+	switch o.Kind {
+	case sharing.ObjectProduct:
+		name = o.Name
+	case sharing.ObjectNamespace:
+	default:
 		name += "." + o.Name
 	}
 	return ShareObject{ID: o.ID, Kind: string(o.Kind), Name: name, Schema: o.Schema(), Table: o.VisibleName(), History: o.History,

@@ -58,6 +58,13 @@ type Planning struct {
 	TTL time.Duration
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
+	// Async bounds asynchronous planning of large tables (see
+	// AsyncPlanning in planasync.go).
+	Async AsyncPlanning
+	// ManifestCacheBytes bounds the manifest lists and manifests kept in
+	// memory for planning (default DefaultManifestCacheBytes; negative:
+	// none). See manifestcache.go.
+	ManifestCacheBytes int64
 }
 
 // planner holds the plan caches of a Handler.
@@ -75,6 +82,8 @@ type planner struct {
 	// plans made for remote signing: the only objects Floe signs reads of
 	// for such a principal.
 	signable *boundedLRU[string, *signSet]
+	// async runs the plans of large tables in the background.
+	async *asyncPlans
 }
 
 func newPlanner(p Planning, vendTTL time.Duration) *planner {
@@ -93,10 +102,17 @@ func newPlanner(p Planning, vendTTL time.Duration) *planner {
 	if vendTTL > 0 && p.TTL > vendTTL {
 		p.TTL = vendTTL
 	}
+	if p.ManifestCacheBytes == 0 {
+		p.ManifestCacheBytes = DefaultManifestCacheBytes
+	}
+	if p.ManifestCacheBytes > 0 && p.FS != nil {
+		p.FS = newManifestCache(p.FS, p.ManifestCacheBytes, p.Now)
+	}
 	return &planner{cfg: p,
 		results:  newBoundedLRU[planKey, *planResult](p.CacheEntries, p.CacheBytes, p.TTL, p.Now),
 		handles:  newBoundedLRU[string, planHandle](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now),
-		signable: newBoundedLRU[string, *signSet](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now)}
+		signable: newBoundedLRU[string, *signSet](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now),
+		async:    newAsyncPlans(p.Async, p.TTL, p.Now)}
 }
 
 // planKey is what a plan's result depends on.
@@ -114,7 +130,8 @@ type planKey struct {
 // planResult is an encoded plan: its pages, each the members of a ScanTasks
 // object (without braces or plan-tasks).
 type planResult struct {
-	pages      [][]byte
+	pages      [][]byte // each deflated when zipped (see page)
+	zipped     bool
 	snapshot   int64
 	dataFiles  int
 	deleteFile int
@@ -253,6 +270,12 @@ func (h *Handler) planTableScan(w http.ResponseWriter, r *http.Request) error {
 	}
 	key.policy = pol.key()
 	res, ok := h.plans.results.Get(key)
+	// A policy-filtered plan is made now (its files are decided one by
+	// one, and at most vend.MaxFiles get a credential): never in the
+	// background, whose batches plan whole tables.
+	if !ok && pol == nil && h.plans.async.large(h.plans.cfg.FS, st, key) {
+		return h.submitPlan(w, r, st, key, scan, req)
+	}
 	if !ok {
 		if res, err = h.plan(r.Context(), st, key, scan, pol); err != nil {
 			return err
@@ -413,6 +436,9 @@ type scanPlan struct {
 	stats          map[int]bool
 	key            planKey
 	snapshotSchema *iceberg.Schema
+	// zip marks a large (asynchronous) plan: its pages are kept deflated
+	// and its decoded files dropped as they are encoded.
+	zip bool
 }
 
 func (s *scanPlan) files(ctx context.Context) ([]table.FileScanTask, error) {
@@ -452,9 +478,9 @@ func (h *Handler) plan(ctx context.Context, st *catalog.TableState, key planKey,
 		}
 	}
 	enc := &encoder{md: st.Metadata, stats: sp.stats, specs: map[int32]*iceberg.PartitionSpec{}, partTypes: map[int32][]iceberg.Type{}}
-	res := &planResult{snapshot: key.snapshot, dataFiles: len(tasks), filtered: pol != nil, withheld: withheld}
+	res := &planResult{snapshot: key.snapshot, dataFiles: len(tasks), zipped: sp.zip, filtered: pol != nil, withheld: withheld}
 	if pol != nil {
-		res.files = planFiles(tasks)
+		res.files = policyFiles(tasks)
 	}
 	deletes := map[string]bool{}
 	size := h.plans.cfg.PageSize
@@ -471,7 +497,10 @@ func (h *Handler) plan(ctx context.Context, st *catalog.TableState, key planKey,
 		if err != nil {
 			return nil, floe.Wrap(floe.Internal, err, "cannot encode the plan")
 		}
-		res.pages = append(res.pages, b[1:len(b)-1]) // the members, without braces
+		res.add(b[1 : len(b)-1]) // the members, without braces
+		if sp.zip {
+			clear(chunk) // the decoded files of a large plan go as soon as they are encoded
+		}
 	}
 	res.deleteFile = len(deletes)
 	return res, nil
@@ -504,8 +533,12 @@ func (h *Handler) writeCompleted(w http.ResponseWriter, r *http.Request, wh stri
 		buf.Write(b)
 		w.Header().Set("Cache-Control", "no-store")
 	}
+	first, err := res.page(0)
+	if err != nil {
+		return err
+	}
 	buf.WriteByte(',')
-	buf.Write(res.pages[0])
+	buf.Write(first)
 	buf.WriteByte('}')
 	writeRaw(w, http.StatusOK, [][]byte{buf.Bytes()})
 	return nil
@@ -557,6 +590,12 @@ func (h *Handler) fetchPlanningResult(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	planID := r.PathValue("planid")
+	if job, ok := h.plans.async.job(planID); ok {
+		if job.key.policy != pol.key() { // asynchronous plans are whole-table plans
+			return floe.E(floe.NotFound, "plan-id", "the caller's access to table %s has changed since the plan: plan the scan again", id)
+		}
+		return h.fetchAsync(w, r, wh, id, st, write, job)
+	}
 	hd, err := h.handle(r, st, planID, "plan-id")
 	if err != nil {
 		return err
@@ -576,6 +615,9 @@ func (h *Handler) cancelPlanning(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	planID := r.PathValue("planid")
+	if job, ok := h.plans.async.job(planID); ok {
+		return h.cancelAsync(w, r, st, job)
+	}
 	if _, err := h.handle(r, st, planID, "plan-id"); err != nil {
 		return err
 	}
@@ -623,7 +665,11 @@ func (h *Handler) fetchScanTasks(w http.ResponseWriter, r *http.Request) error {
 	if page < 1 || page >= len(res.pages) {
 		return floe.E(floe.NotFound, "plan-task", "plan task does not exist: it is not one this server handed out")
 	}
-	writeRaw(w, http.StatusOK, [][]byte{[]byte("{"), res.pages[page], []byte("}")})
+	pg, err := res.page(page)
+	if err != nil {
+		return err
+	}
+	writeRaw(w, http.StatusOK, [][]byte{[]byte("{"), pg, []byte("}")})
 	return nil
 }
 

@@ -27,11 +27,14 @@ type planFixture struct {
 	path, path2 string
 }
 
-func startPlanning(t *testing.T, pageSize, cacheEntries int) *planFixture {
+func startPlanning(t *testing.T, pageSize, cacheEntries int, edit ...func(*app.Config)) *planFixture {
 	t.Helper()
 	f := testkit.Start(t, func(c *app.Config) {
 		c.ScanPlanning.PageSize = pageSize
 		c.ScanPlanning.CacheEntries = cacheEntries
+		for _, e := range edit {
+			e(c)
+		}
 	})
 	ctx := context.Background()
 	cat := f.App.Catalog()

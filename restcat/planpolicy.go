@@ -195,9 +195,9 @@ func (p *planPolicy) apply(md table.Metadata, tasks []table.FileScanTask) ([]tab
 	return kept, withheld, nil
 }
 
-// planFiles lists the files of a filtered plan's tasks: data files and the
+// policyFiles lists the files of a filtered plan's tasks: data files and the
 // delete files they reference, each once.
-func planFiles(tasks []table.FileScanTask) []string {
+func policyFiles(tasks []table.FileScanTask) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) {

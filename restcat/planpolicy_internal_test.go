@@ -62,7 +62,7 @@ func TestPlanPolicyDeleteFiles(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		tasks    []table.FileScanTask
-		files    []string // planFiles of the kept tasks; nil: refused
+		files    []string // policyFiles of the kept tasks; nil: refused
 		withheld int
 	}{
 		{"partitioned deletes go with their file", []table.FileScanTask{
@@ -88,7 +88,7 @@ func TestPlanPolicyDeleteFiles(t *testing.T) {
 			}
 			want := slices.Clone(c.files)
 			slices.Sort(want)
-			if got := planFiles(kept); !slices.Equal(got, want) || withheld != c.withheld {
+			if got := policyFiles(kept); !slices.Equal(got, want) || withheld != c.withheld {
 				t.Fatalf("files %v, withheld %d; want %v, %d", got, withheld, want, c.withheld)
 			}
 		})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/internal/app"
 	"github.com/floe-lake/floe/internal/testkit"
 	"github.com/floe-lake/floe/lake"
 	"github.com/floe-lake/floe/vend"
@@ -330,4 +331,42 @@ func TestPlanPolicy(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestPlanPolicyNeverAsync: where every plan of the table would run in the
+// background (threshold 1 file), a policy-filtered plan is still made at
+// once and filtered (the background batches plan whole tables), and the
+// whole-table reader's plan id of an asynchronous plan serves nothing to a
+// caller whose access has become filtered.
+func TestPlanPolicyNeverAsync(t *testing.T) {
+	p := startPlanning(t, 0, 0, func(c *app.Config) { c.ScanPlanning.AsyncThresholdFiles = 1 })
+	f := p.f
+	events := authz.Table(f.Warehouse, catalog.Ident{Namespace: catalog.Namespace{"plan"}, Name: "events"})
+	eu := principal(t, f, "eu")
+	grant(t, f, authz.Grant{Grantee: authz.Principal("eu"), Privilege: authz.Select, On: events, Filter: &authz.DataFilter{RowFilter: "region = 'r1'"}})
+	r := f.Do(t, "POST", f.P(p.path+"/plan"), `{}`)
+	mustStatus(t, r, 200)
+	var sub planResponse
+	r.JSON(t, &sub)
+	if sub.Status != "submitted" {
+		t.Fatalf("the admin's plan is %q, want submitted (threshold 1)", sub.Status)
+	}
+	if _, files := p.planAll(t, eu, p.path, `{}`); !slices.Equal(files, fileNames(1, 4, 7)) {
+		t.Fatalf("eu plans %v", files)
+	}
+	// A whole-table reader's asynchronous plan, fetched after its SELECT
+	// became filtered: not served.
+	flip := principal(t, f, "flip")
+	whole := grant(t, f, authz.Grant{Grantee: authz.Principal("flip"), Privilege: authz.Select, On: events})
+	r = f.DoAs(t, flip, "POST", f.P(p.path+"/plan"), `{"filter":{"type":"not-eq","term":"region","value":"zz"}}`) // not the cached plan
+	mustStatus(t, r, 200)
+	r.JSON(t, &sub)
+	if sub.Status != "submitted" {
+		t.Fatalf("flip's plan is %q, want submitted", sub.Status)
+	}
+	if err := f.App.Authz().Revoke(context.Background(), whole); err != nil {
+		t.Fatal(err)
+	}
+	grant(t, f, authz.Grant{Grantee: authz.Principal("flip"), Privilege: authz.Select, On: events, Filter: &authz.DataFilter{RowFilter: "region = 'r1'"}})
+	wantErr(t, f.DoAs(t, flip, "GET", f.P(p.path+"/plan/"+sub.PlanID), nil), 404, "NoSuchPlanIdException", "has changed since the plan")
 }

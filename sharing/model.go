@@ -21,15 +21,21 @@ const (
 	// ObjectNamespace is every table and view directly inside a namespace,
 	// including those created after it was shared.
 	ObjectNamespace ObjectKind = "namespace"
+	// ObjectProduct is a data product (package products): the tables and
+	// views its current version publishes as output ports, following its
+	// new versions (an output a version removes leaves the share, one it
+	// adds joins it).
+	ObjectProduct ObjectKind = "product"
 )
 
-// ParseObjectKind parses "table", "view" or "namespace" (any case).
+// ParseObjectKind parses "table", "view", "namespace" or "product" (any
+// case).
 func ParseObjectKind(s string) (ObjectKind, error) {
 	switch k := ObjectKind(strings.ToLower(strings.TrimSpace(s))); k {
-	case ObjectTable, ObjectView, ObjectNamespace:
+	case ObjectTable, ObjectView, ObjectNamespace, ObjectProduct:
 		return k, nil
 	}
-	return "", floe.E(floe.Invalid, "share object", "unknown object kind %q (want table, view or namespace)", s)
+	return "", floe.E(floe.Invalid, "share object", "unknown object kind %q (want table, view, namespace or product)", s)
 }
 
 // ShareInfo is a share as its provider manages it.
@@ -44,8 +50,10 @@ type ShareInfo struct {
 	CreatedAt time.Time
 }
 
-// Object is one object of a share: a table, a view or a whole namespace,
-// under the names the recipient sees.
+// Object is one object of a share: a table, a view, a whole namespace or
+// a data product, under the names the recipient sees. A product's Name is
+// the product's (Namespace is empty); its outputs are seen under their
+// own namespace and name, or all in AliasSchema when set.
 type Object struct {
 	ID      string
 	ShareID string
@@ -80,7 +88,7 @@ func (o *Object) Schema() string {
 // VisibleName is the table or view name the recipient sees ("" for a
 // namespace object).
 func (o *Object) VisibleName() string {
-	if o.Kind == ObjectNamespace {
+	if o.Kind == ObjectNamespace || o.Kind == ObjectProduct {
 		return ""
 	}
 	if o.AliasName != "" {
@@ -90,9 +98,13 @@ func (o *Object) VisibleName() string {
 }
 
 // VisibleKey is the case-insensitive key of the names the recipient sees:
-// "schema/name" for a table or view, "schema/" for a namespace. Two
-// objects of one share never have the same key.
+// "schema/name" for a table or view, "schema/" for a namespace, and for a
+// product "product:name" (its outputs' names change with its versions).
+// Two objects of one share never have the same key.
 func (o *Object) VisibleKey() string {
+	if o.Kind == ObjectProduct {
+		return "product:" + strings.ToLower(o.Name)
+	}
 	return strings.ToLower(o.Schema()) + "/" + strings.ToLower(o.VisibleName())
 }
 

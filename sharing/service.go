@@ -47,6 +47,29 @@ type Revocations interface {
 	Session(tokenID, principal string, since int64) error
 }
 
+// Products resolves data products for shares (package products).
+type Products interface {
+	// Product returns the current version of product name of warehouse
+	// wh; floe.NotFound when there is none.
+	Product(ctx context.Context, wh, name string) (SharedProduct, error)
+}
+
+// SharedProduct is what a share needs of a data product's current
+// version.
+type SharedProduct struct {
+	Name        string
+	Version     int
+	Description string
+	Owner       string
+	Outputs     []ProductOutput
+}
+
+// ProductOutput is one output port of a data product.
+type ProductOutput struct {
+	Ident  catalog.Ident
+	IsView bool
+}
+
 // DefaultRotationGrace is how long the old token keeps working after a
 // rotation when the caller gives no grace period.
 const DefaultRotationGrace = time.Hour
@@ -63,6 +86,9 @@ type Options struct {
 	// Revocations, when set, answers Revoked from memory; nil reads the
 	// token from the store.
 	Revocations Revocations
+	// Products resolves the data products shares hold; nil refuses
+	// objects of kind product.
+	Products Products
 	// Limits bound shares, objects, recipients and tokens.
 	Limits Limits
 	// DefaultWarehouse is the warehouse of a share created without one.
@@ -94,6 +120,7 @@ type Service struct {
 	cat        Catalog
 	authz      Authorizer
 	revs       Revocations
+	products   Products
 	limits     Limits
 	defWH      string
 	audit      func(ctx context.Context, e audit.Event)
@@ -110,7 +137,7 @@ func New(opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: opts.Store, cat: opts.Catalog, authz: opts.Authz, revs: opts.Revocations,
+	return &Service{store: opts.Store, cat: opts.Catalog, authz: opts.Authz, revs: opts.Revocations, products: opts.Products,
 		limits: opts.Limits.withDefaults(), defWH: opts.DefaultWarehouse, audit: opts.Audit, now: opts.Now, log: opts.Logger,
 		filterCols: opts.FilterColumns}
 }
@@ -256,7 +283,8 @@ func (s *Service) granteeNames(ctx context.Context, share string) ([]string, err
 type ObjectSpec struct {
 	Kind ObjectKind
 	// Name is the object's name in the share's warehouse: "ns.table" (or
-	// "a.b.table") for a table or view, "ns" (or "a.b") for a namespace.
+	// "a.b.table") for a table or view, "ns" (or "a.b") for a namespace,
+	// the product's name for a product.
 	Name string
 	// AliasSchema and AliasName are what recipients see instead (optional).
 	AliasSchema, AliasName string
@@ -269,8 +297,8 @@ type ObjectSpec struct {
 
 // AddObject adds an object to a share. sub must own the share (or be an
 // administrator) and be able to grant SELECT on the object (MANAGE_GRANTS
-// on it); a partition filter must parse and name only the table's
-// partition columns.
+// on it; for a product, on each of its current outputs); a partition
+// filter must parse and name only the table's partition columns.
 func (s *Service) AddObject(ctx context.Context, sub authz.Subject, share string, spec ObjectSpec) (Object, error) {
 	sh, err := s.ownedShare(ctx, sub, share)
 	if err != nil {
@@ -310,19 +338,27 @@ func (s *Service) AddObject(ctx context.Context, sub authz.Subject, share string
 				return Object{}, floe.E(floe.Invalid, "share object", "a partition filter applies to a table, not to a view")
 			}
 		}
+	case ObjectProduct:
+		if err := s.productObject(ctx, sub, sh, &o, spec.Name); err != nil {
+			return Object{}, err
+		}
 	default:
-		return Object{}, floe.E(floe.Invalid, "share object", "unknown object kind %q (want table, view or namespace)", spec.Kind)
+		return Object{}, floe.E(floe.Invalid, "share object", "unknown object kind %q (want table, view, namespace or product)", spec.Kind)
 	}
-	if err := s.checkGrantSelect(ctx, sub, sec); err != nil {
-		return Object{}, err
+	if o.Kind != ObjectProduct { // a product's outputs are checked above
+		if err := s.checkGrantSelect(ctx, sub, sec); err != nil {
+			return Object{}, err
+		}
+		if err := s.objectExists(ctx, sh.Warehouse, &o); err != nil {
+			return Object{}, err
+		}
 	}
-	if err := s.objectExists(ctx, sh.Warehouse, &o); err != nil {
-		return Object{}, err
+	if o.Kind != ObjectProduct || o.AliasSchema != "" {
+		if err := ValidateVisibleName("schema", o.Schema()); err != nil {
+			return Object{}, err
+		}
 	}
-	if err := ValidateVisibleName("schema", o.Schema()); err != nil {
-		return Object{}, err
-	}
-	if o.Kind != ObjectNamespace {
+	if o.Kind != ObjectNamespace && o.Kind != ObjectProduct {
 		if err := ValidateVisibleName("table", o.VisibleName()); err != nil {
 			return Object{}, err
 		}
@@ -346,6 +382,90 @@ func (s *Service) AddObject(ctx context.Context, sub authz.Subject, share string
 	}
 	return o, nil
 }
+
+// productObject fills in a product object: the product must exist, and
+// sub must be able to grant SELECT on each of its current outputs.
+func (s *Service) productObject(ctx context.Context, sub authz.Subject, sh ShareInfo, o *Object, name string) error {
+	if s.products == nil {
+		return floe.E(floe.Unsupported, "share object", "data products cannot be shared on this server")
+	}
+	o.Name = strings.TrimSpace(name)
+	if o.Name == "" || strings.Contains(o.Name, ".") {
+		return floe.E(floe.Invalid, "share object", "a product is named by its name alone, e.g. sales_pipeline (got %q)", name)
+	}
+	if o.AliasName != "" {
+		return floe.E(floe.Invalid, "share object", "a product takes a schema alias only (where its outputs are seen), not a table alias")
+	}
+	if o.PartitionFilter != "" {
+		return floe.E(floe.Invalid, "share object", "a partition filter applies to one table, not to a product")
+	}
+	p, err := s.products.Product(ctx, sh.Warehouse, o.Name)
+	if err != nil {
+		return err
+	}
+	for _, out := range p.Outputs {
+		sec := authz.Table(sh.Warehouse, out.Ident)
+		if out.IsView {
+			sec = authz.View(sh.Warehouse, out.Ident)
+		}
+		if err := s.checkGrantSelect(ctx, sub, sec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// productTables are the tables and views a product object shares now:
+// the current version's outputs that exist, under their own names (or in
+// the object's schema alias). A product dropped since shares nothing.
+func (s *Service) productTables(ctx context.Context, sh ShareInfo, o *Object) ([]Table, error) {
+	if s.products == nil {
+		return nil, nil
+	}
+	p, err := s.products.Product(ctx, sh.Warehouse, o.Name)
+	if floe.KindOf(err) == floe.NotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ref := &ProductRef{Name: p.Name, Version: p.Version}
+	var out []Table
+	for _, po := range p.Outputs {
+		kind := catalog.KindTable
+		if po.IsView {
+			kind = catalog.KindView
+		}
+		ok, err := s.cat.Exists(ctx, sh.Warehouse, po.Ident, kind)
+		if err != nil && floe.KindOf(err) != floe.NotFound {
+			return nil, err
+		}
+		schema := o.AliasSchema
+		if schema == "" {
+			schema = po.Ident.Namespace.String()
+		}
+		if !ok || ValidateVisibleName("schema", schema) != nil || ValidateVisibleName("table", po.Ident.Name) != nil {
+			continue // dropped since, or a name recipients cannot address
+		}
+		out = append(out, Table{ID: uuid.NewSHA1(uuid.NameSpaceOID, []byte(o.ID+"/"+po.Ident.String())).String(), Share: sh.Name,
+			Schema: schema, Name: po.Ident.Name, Warehouse: sh.Warehouse, Ident: po.Ident, IsView: po.IsView,
+			History: o.History, Product: ref})
+	}
+	// The summary names the outputs as the recipient sees them, never
+	// their real names.
+	names := make([]string, len(out))
+	for i, t := range out {
+		names[i] = t.Schema + "." + t.Name
+	}
+	ref.Summary = fmt.Sprintf("version %d, owner %s, outputs %s", p.Version, p.Owner, strings.Join(names, ", "))
+	if p.Description != "" {
+		ref.Summary = p.Description + " (" + ref.Summary + ")"
+	}
+	return out, nil
+}
+
+// tableKey is the case-insensitive key of a shared table's visible names.
+func tableKey(t *Table) string { return strings.ToLower(t.Schema) + "/" + strings.ToLower(t.Name) }
 
 // checkGrantSelect checks that sub may grant SELECT on sec.
 func (s *Service) checkGrantSelect(ctx context.Context, sub authz.Subject, sec authz.Securable) error {
@@ -451,14 +571,21 @@ func conflicts(a, b *Object) error {
 }
 
 func (o *Object) realName() string {
+	if o.Kind == ObjectProduct {
+		return o.Name
+	}
 	if o.Kind == ObjectNamespace {
 		return o.Namespace.String()
 	}
 	return catalog.Ident{Namespace: o.Namespace, Name: o.Name}.String()
 }
 
-// visible is the name the recipient sees: "schema.name", or "schema".
+// visible is the name the recipient sees: "schema.name", or "schema"; a
+// product's name for a product.
 func (o *Object) visible() string {
+	if o.Kind == ObjectProduct {
+		return o.Name
+	}
 	if o.Kind == ObjectNamespace {
 		return o.Schema()
 	}
@@ -801,14 +928,39 @@ func (s *Service) Tables(ctx context.Context, r Recipient, share string) ([]Tabl
 	if err != nil {
 		return nil, err
 	}
+	// Tables and views shared by name first, then products' outputs, then
+	// namespaces' contents: a name shown twice is the first one's.
 	var out []Table
+	seen := map[string]bool{}
+	add := func(t Table) {
+		if k := tableKey(&t); !seen[k] {
+			seen[k] = true
+			out = append(out, t)
+		}
+	}
 	for i := range objs {
 		o := &objs[i]
-		if o.Kind != ObjectNamespace {
+		if o.Kind == ObjectTable || o.Kind == ObjectView {
 			if s.objectExists(ctx, sh.Warehouse, o) != nil {
 				continue // dropped since it was shared
 			}
-			out = append(out, tableOf(sh, o, "", false))
+			add(tableOf(sh, o, "", false))
+		}
+	}
+	for i := range objs {
+		if o := &objs[i]; o.Kind == ObjectProduct {
+			ts, err := s.productTables(ctx, sh, o)
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range ts {
+				add(t)
+			}
+		}
+	}
+	for i := range objs {
+		o := &objs[i]
+		if o.Kind != ObjectNamespace {
 			continue
 		}
 		for _, kind := range []catalog.Kind{catalog.KindTable, catalog.KindView} {
@@ -823,7 +975,7 @@ func (s *Service) Tables(ctx context.Context, r Recipient, share string) ([]Tabl
 				if ValidateVisibleName("table", n) != nil {
 					continue // a name recipients cannot address
 				}
-				out = append(out, tableOf(sh, o, n, kind == catalog.KindView))
+				add(tableOf(sh, o, n, kind == catalog.KindView))
 			}
 		}
 	}
@@ -850,11 +1002,24 @@ func (s *Service) Table(ctx context.Context, r Recipient, share, schema, name st
 	key := strings.ToLower(schema) + "/" + strings.ToLower(name)
 	for i := range objs {
 		o := &objs[i]
-		if o.Kind != ObjectNamespace && o.VisibleKey() == key {
+		if (o.Kind == ObjectTable || o.Kind == ObjectView) && o.VisibleKey() == key {
 			if s.objectExists(ctx, sh.Warehouse, o) != nil {
 				return Table{}, notFound
 			}
 			return tableOf(sh, o, "", false), nil
+		}
+	}
+	for i := range objs {
+		if o := &objs[i]; o.Kind == ObjectProduct {
+			ts, err := s.productTables(ctx, sh, o)
+			if err != nil {
+				return Table{}, err
+			}
+			for _, t := range ts {
+				if tableKey(&t) == key {
+					return t, nil
+				}
+			}
 		}
 	}
 	for i := range objs {

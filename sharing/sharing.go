@@ -70,6 +70,21 @@ type Table struct {
 	// text as the provider wrote it, already validated when added); when set,
 	// nothing outside it may be listed, signed or vended.
 	PartitionFilter string
+	// Product is set when the table is an output port of a shared data
+	// product: the product's name, version and summary (its description,
+	// owner and outputs), which share catalogs show as namespace
+	// properties.
+	Product *ProductRef
+}
+
+// ProductRef names the data product a shared table is an output of.
+type ProductRef struct {
+	Name    string
+	Version int
+	// Summary is the product's description, version, owner and outputs
+	// (as the recipient sees them) in one line, as the catalog's namespace
+	// property floe.products.<name> holds it.
+	Summary string
 }
 
 // Resolver is what protocol servers need from the sharing service. Every

@@ -241,7 +241,9 @@ func (a *App) init(ctx context.Context) error {
 			return fmt.Errorf("scan planning: %w", err)
 		}
 		opts.Planning = &restcat.Planning{FS: fsys, PageSize: sp.PageSize, CacheEntries: sp.CacheEntries,
-			CacheBytes: sp.CacheBytes, TTL: sp.TTL}
+			CacheBytes: sp.CacheBytes, TTL: sp.TTL, Async: restcat.AsyncPlanning{ThresholdFiles: sp.AsyncThresholdFiles,
+				Workers: sp.AsyncWorkers, Queue: sp.AsyncQueue, PerPrincipal: sp.AsyncPerPrincipal},
+			ManifestCacheBytes: sp.ManifestCacheBytes}
 	}
 	if err := a.initForeign(); err != nil {
 		return err
@@ -432,9 +434,19 @@ func (a *App) URL() string {
 
 // AdminToken issues a token for the admin principal (for in-process tools such as the demo loader).
 func (a *App) AdminToken(ctx context.Context) (string, error) {
-	p, err := a.store.PrincipalByName(ctx, "admin")
+	return a.PrincipalToken(ctx, "admin")
+}
+
+// PrincipalToken issues an access token for the principal name with its
+// scopes, in process (no secret involved): the demo acts as the principals
+// it creates with it. A disabled principal gets none.
+func (a *App) PrincipalToken(ctx context.Context, name string) (string, error) {
+	p, err := a.store.PrincipalByName(ctx, name)
 	if err != nil {
 		return "", err
+	}
+	if p.Disabled {
+		return "", floe.E(floe.Forbidden, "principal", "principal %q is disabled", name)
 	}
 	t, err := a.auth.Issue(ctx, p, p.Scopes)
 	if err != nil {
@@ -457,6 +469,9 @@ func (a *App) Close(ctx context.Context) error {
 	errs = append(errs, a.stopSQL(ctx))
 	if a.srv != nil {
 		errs = append(errs, a.srv.Shutdown(ctx))
+	}
+	if a.rest != nil {
+		a.rest.Close() // background scan plans
 	}
 	if a.s3srv != nil {
 		errs = append(errs, a.s3srv.Shutdown(ctx))

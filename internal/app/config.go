@@ -417,6 +417,23 @@ type ScanPlanningSettings struct {
 	// TTL is how long a plan id and its plan tasks stay valid (env
 	// FLOE_SCAN_PLANNING_TTL, default 15m, never above credential_ttl).
 	TTL time.Duration `yaml:"ttl"`
+	// AsyncThresholdFiles is the number of files of the planned snapshot
+	// above which a plan runs in the background ("submitted") (env
+	// FLOE_SCAN_PLANNING_ASYNC_THRESHOLD_FILES, default 20000; -1: never).
+	AsyncThresholdFiles int `yaml:"async_threshold_files"`
+	// AsyncWorkers is the number of background plans run at once (env
+	// FLOE_SCAN_PLANNING_ASYNC_WORKERS, default 2).
+	AsyncWorkers int `yaml:"async_workers"`
+	// AsyncQueue bounds the background plans submitted and not finished
+	// (env FLOE_SCAN_PLANNING_ASYNC_QUEUE, default 64); AsyncPerPrincipal
+	// those of one principal (env FLOE_SCAN_PLANNING_ASYNC_PER_PRINCIPAL,
+	// default 4). Beyond either, planTableScan answers 503.
+	AsyncQueue        int `yaml:"async_queue"`
+	AsyncPerPrincipal int `yaml:"async_per_principal"`
+	// ManifestCacheBytes bounds the manifest lists and manifests kept in
+	// memory for planning (env FLOE_SCAN_PLANNING_MANIFEST_CACHE_BYTES,
+	// default 128 MiB; -1: none).
+	ManifestCacheBytes int64 `yaml:"manifest_cache_bytes"`
 }
 
 func (s ScanPlanningSettings) validate() error {
@@ -429,6 +446,14 @@ func (s ScanPlanningSettings) validate() error {
 		return fmt.Errorf("scan_planning.cache_bytes %d: must not be negative", s.CacheBytes)
 	case s.TTL < 0:
 		return fmt.Errorf("scan_planning.ttl %s: must not be negative", s.TTL)
+	case s.AsyncThresholdFiles < -1:
+		return fmt.Errorf("scan_planning.async_threshold_files %d: must be -1 (never) or more", s.AsyncThresholdFiles)
+	case s.AsyncWorkers < 0 || s.AsyncWorkers > 64:
+		return fmt.Errorf("scan_planning.async_workers %d: must be between 1 and 64", s.AsyncWorkers)
+	case s.ManifestCacheBytes < -1:
+		return fmt.Errorf("scan_planning.manifest_cache_bytes %d: must be -1 (none) or more", s.ManifestCacheBytes)
+	case s.AsyncQueue < 0 || s.AsyncPerPrincipal < 0:
+		return fmt.Errorf("scan_planning.async_queue and async_per_principal must not be negative")
 	}
 	return nil
 }
@@ -628,9 +653,20 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	}
 	for name, dst := range map[string]*int64{"FLOE_SQL_CACHE_BYTES": &c.SQLCacheBytes, "FLOE_SQL_TABLE_CACHE_BYTES": &c.SQLTableCacheBytes,
 		"FLOE_METADATA_CACHE_BYTES": &c.MetadataCacheBytes, "FLOE_GC_HEADROOM": &c.GCHeadroom,
-		"FLOE_SCAN_PLANNING_CACHE_BYTES": &c.ScanPlanning.CacheBytes} {
+		"FLOE_SCAN_PLANNING_CACHE_BYTES": &c.ScanPlanning.CacheBytes, "FLOE_SCAN_PLANNING_MANIFEST_CACHE_BYTES": &c.ScanPlanning.ManifestCacheBytes} {
 		if v := getenv(name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			*dst = n
+		}
+	}
+	for name, dst := range map[string]*int{"FLOE_SCAN_PLANNING_ASYNC_THRESHOLD_FILES": &c.ScanPlanning.AsyncThresholdFiles,
+		"FLOE_SCAN_PLANNING_ASYNC_WORKERS": &c.ScanPlanning.AsyncWorkers, "FLOE_SCAN_PLANNING_ASYNC_QUEUE": &c.ScanPlanning.AsyncQueue,
+		"FLOE_SCAN_PLANNING_ASYNC_PER_PRINCIPAL": &c.ScanPlanning.AsyncPerPrincipal} {
+		if v := getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}

@@ -274,3 +274,23 @@ func (a *App) stopProductChecks() {
 
 // Products is the data products service.
 func (a *App) Products() *products.Service { return a.products }
+
+// productMetrics answers the SQL endpoint's floe_metric calls: the SQL of
+// a product's metric, for a caller who may see the product (as GET
+// /api/v1/products/{name}/metrics/{metric} answers it).
+type productMetrics struct{ a *App }
+
+func (m productMetrics) MetricSQL(ctx context.Context, c engine.Caller, req engine.MetricRequest) (string, error) {
+	if m.a.products == nil {
+		return "", floe.E(floe.Unsupported, "data product", "data products are not available on this server")
+	}
+	sub := c.Subject
+	if c.Unrestricted {
+		sub.Admin = true // authorization is off: every product is visible
+	}
+	p, err := m.a.products.Get(ctx, sub, req.Warehouse, req.Product, 0)
+	if err != nil {
+		return "", err
+	}
+	return p.MetricSQL(products.MetricRequest{Metric: req.Metric, Grain: req.Grain, Dimensions: req.Dimensions})
+}

@@ -1,9 +1,12 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/products"
 	"github.com/floe-lake/floe/sharing"
 	"github.com/floe-lake/floe/sharing/deltasharing"
 )
@@ -73,7 +76,26 @@ func (s SharingSettings) validate() error {
 func (a *App) newSharing() *sharing.Service {
 	return sharing.New(sharing.Options{Store: a.store, Catalog: a.cat, Authz: a.authz, Revocations: a.revocations,
 		Limits: a.cfg.Sharing.Limits(), DefaultWarehouse: a.cfg.Warehouse, Audit: a.events.Record, Logger: a.log,
-		FilterColumns: deltasharing.FilterColumns})
+		FilterColumns: deltasharing.FilterColumns, Products: shareProducts{a}})
+}
+
+// shareProducts resolves the data products shares hold: the current
+// version from the store, as it stands for every reader.
+type shareProducts struct{ a *App }
+
+func (s shareProducts) Product(ctx context.Context, wh, name string) (sharing.SharedProduct, error) {
+	p, err := s.a.store.ProductVersion(ctx, wh, name, 0)
+	if err != nil {
+		if floe.KindOf(err) == floe.NotFound {
+			return sharing.SharedProduct{}, floe.E(floe.NotFound, "data product", "data product %q does not exist in warehouse %q", name, wh)
+		}
+		return sharing.SharedProduct{}, err
+	}
+	out := sharing.SharedProduct{Name: p.Name, Version: p.Version, Description: p.Description, Owner: p.Owner}
+	for _, o := range p.Outputs {
+		out.Outputs = append(out.Outputs, sharing.ProductOutput{Ident: o.Ident(), IsView: o.Kind == products.PortView})
+	}
+	return out, nil
 }
 
 // Sharing returns the sharing service: shares, recipients and, for the

@@ -47,6 +47,7 @@ func (a *App) startSQL(ctx context.Context) error {
 		Catalog:          a.cat,
 		Foreign:          newSQLForeign(a),
 		DDL:              a.cat,
+		Metrics:          productMetrics{a},
 		MaxTxnStatements: cfg.SQLMaxTransactionStatements,
 		MaxTempTables:    cfg.SQLMaxTempTables,
 		MaxTempRows:      cfg.SQLMaxTempRows,

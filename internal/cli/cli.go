@@ -282,12 +282,12 @@ floe principal create NAME --admin --data-dir DIR.`,
 					err = demo.Load(ctx, a.URL(), tok, roots)
 				}
 				if err == nil && a.SQLAddr() != "" {
-					err = demo.PublishProduct(ctx, a.URL(), c.Warehouse, tok, roots)
+					err = demo.PublishProduct(ctx, a.URL(), c.Warehouse, tok, a.PrincipalToken, roots)
 				}
 				if err == nil {
 					fmt.Fprintf(stdout, "\nDemo dataset ready in namespace %q: accounts, opportunities, activities (%s).\n", demo.Namespace, time.Since(start).Round(time.Millisecond))
 					if a.SQLAddr() != "" {
-						fmt.Fprintf(stdout, "Data product %q publishes the views crm.pipeline and crm.pipeline_by_account (floe product show %s).\n", demo.ProductName, demo.ProductName)
+						fmt.Fprintf(stdout, "Data product %q publishes the views crm.pipeline and crm.pipeline_by_account, owned by %s with definer rights (floe product show %s).\n", demo.ProductName, demo.Steward, demo.ProductName)
 					}
 				}
 			}

@@ -63,11 +63,14 @@ func shareCmd(stdout io.Writer, getenv func(string) string) *cobra.Command {
 		return nil
 	}
 
-	add := &cobra.Command{Use: "add SHARE table|view|namespace NAME", Short: "Add a table, view or namespace to a share (needs MANAGE_GRANTS on it)",
+	add := &cobra.Command{Use: "add SHARE table|view|namespace|product NAME", Short: "Add a table, view, namespace or data product to a share (needs MANAGE_GRANTS on it)",
 		Long: `Add an object to a share. NAME is the real name (crm.accounts, or crm for a
-namespace). --as sets the name recipients see (schema.table, or schema for
-a namespace); a namespace of several levels needs one. A namespace shares
-every table and view directly inside it, including ones created later.`,
+namespace, or a data product's name). --as sets the name recipients see
+(schema.table, or schema for a namespace or a product); a namespace of
+several levels needs one. A namespace shares every table and view directly
+inside it, including ones created later. A product shares the outputs of
+its current version, following its new versions; recipients see them under
+their own names (or all in the --as schema).`,
 		Args: cobra.ExactArgs(3)}
 	acl := bindAPIClient(add.Flags(), getenv, DefaultURL, connHelp)
 	as := add.Flags().String("as", "", "name recipients see: schema.table (table, view) or schema (namespace)")
@@ -76,7 +79,7 @@ every table and view directly inside it, including ones created later.`,
 	add.RunE = func(c *cobra.Command, args []string) error {
 		req := mgmtapi.ShareObjectRequest{Kind: strings.ToLower(args[1]), Name: args[2], History: *history, PartitionFilter: *filter}
 		if *as != "" {
-			if req.Kind == "namespace" {
+			if req.Kind == "namespace" || req.Kind == "product" {
 				req.AliasSchema = *as
 			} else {
 				i := strings.LastIndex(*as, ".")
@@ -93,6 +96,9 @@ every table and view directly inside it, including ones created later.`,
 		seen := o.Schema
 		if o.Table != "" {
 			seen += "." + o.Table
+		}
+		if seen == "" {
+			seen = "its outputs' own names"
 		}
 		fmt.Fprintf(stdout, "added %s %s to share %q as %s (id %s)\n", o.Kind, o.Name, args[0], seen, o.ID)
 		return nil

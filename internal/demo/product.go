@@ -16,13 +16,20 @@ import (
 // ProductName is the demo's data product.
 const ProductName = "sales_pipeline"
 
+// Steward is the principal the demo creates to own the product's views:
+// not an administrator, it holds SELECT on the base tables the views read
+// (crm.accounts, crm.opportunities) and CREATE_VIEW on crm, and creates
+// the views with definer rights, so that SELECT on the product reads them
+// without any grant on the base tables.
+const Steward = "crm_steward"
+
 // The demo product's views, created through the SQL engine (the HTTP query
-// API) as a user would.
+// API) as the steward, with definer rights.
 var productViews = []struct{ name, sql string }{
-	{"pipeline", `CREATE VIEW crm.pipeline AS
+	{"pipeline", `CREATE VIEW crm.pipeline SECURITY DEFINER AS
 SELECT o.opportunity_id, o.account_id, a.name AS account_name, a.region, a.industry, o.stage, o.close_date, o.amount
 FROM crm.opportunities o JOIN crm.accounts a ON o.account_id = a.account_id`},
-	{"pipeline_by_account", `CREATE VIEW crm.pipeline_by_account AS
+	{"pipeline_by_account", `CREATE VIEW crm.pipeline_by_account SECURITY DEFINER AS
 SELECT a.account_id, a.name AS account_name, a.region, a.industry,
        count(o.opportunity_id) AS opportunities,
        coalesce(sum(CASE WHEN o.stage NOT IN ('Closed Won', 'Closed Lost') THEN o.amount END), 0) AS open_pipeline_value,
@@ -73,40 +80,29 @@ func productDefinition() map[string]any {
 	}
 }
 
-// PublishProduct creates the demo product's views through the query API and
-// publishes the sales_pipeline product through the management API at uri
-// (with a bearer token) in warehouse, unless they exist. It needs the SQL
-// engine.
-func PublishProduct(ctx context.Context, uri, warehouse, token string, roots *x509.CertPool) error {
+// stewardGrants are the steward's privileges: what its views read, and
+// the right to create them.
+var stewardGrants = []map[string]any{
+	{"privilege": "SELECT", "on": map[string]any{"kind": "table", "namespace": []string{Namespace}, "name": "accounts"}},
+	{"privilege": "SELECT", "on": map[string]any{"kind": "table", "namespace": []string{Namespace}, "name": "opportunities"}},
+	{"privilege": "CREATE_VIEW", "on": map[string]any{"kind": "namespace", "namespace": []string{Namespace}}},
+}
+
+// PublishProduct creates the steward principal (Steward) with its grants,
+// the demo product's views as the steward through the query API (definer
+// rights), and publishes the sales_pipeline product through the
+// management API at uri (with the administrator's bearer token) in
+// warehouse, unless they exist. tokenFor issues an access token for a
+// principal (the steward). It needs the SQL engine.
+func PublishProduct(ctx context.Context, uri, warehouse, token string, tokenFor func(ctx context.Context, principal string) (string, error), roots *x509.CertPool) error {
 	client := &http.Client{Timeout: time.Minute}
 	if roots != nil {
 		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
 	}
 	call := func(method, path string, body any) (int, []byte, error) {
-		var rd io.Reader
-		if body != nil {
-			b, err := json.Marshal(body)
-			if err != nil {
-				return 0, nil, err
-			}
-			rd = bytes.NewReader(b)
-		}
-		req, err := http.NewRequestWithContext(ctx, method, uri+path, rd)
-		if err != nil {
-			return 0, nil, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer resp.Body.Close()
-		out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return resp.StatusCode, out, err
+		return send(ctx, client, uri, token, method, path, body)
 	}
+	var steward string
 	for _, v := range productViews {
 		st, _, err := call("HEAD", "/v1/"+url.PathEscape(warehouse)+"/namespaces/"+Namespace+"/views/"+v.name, nil)
 		if err != nil {
@@ -115,7 +111,12 @@ func PublishProduct(ctx context.Context, uri, warehouse, token string, roots *x5
 		if st == http.StatusNoContent || st == http.StatusOK {
 			continue // created by an earlier start
 		}
-		if st, out, err := call("POST", "/api/v1/query", map[string]any{"sql": v.sql}); err != nil {
+		if steward == "" {
+			if steward, err = makeSteward(ctx, call, tokenFor); err != nil {
+				return err
+			}
+		}
+		if st, out, err := send(ctx, client, uri, steward, "POST", "/api/v1/query", map[string]any{"sql": v.sql}); err != nil {
 			return fmt.Errorf("demo: create view %s: %w", v.name, err)
 		} else if st != http.StatusOK {
 			return fmt.Errorf("demo: create view %s: %d %s", v.name, st, out)
@@ -129,4 +130,62 @@ func PublishProduct(ctx context.Context, uri, warehouse, token string, roots *x5
 		return nil
 	}
 	return fmt.Errorf("demo: publish product: %d %s", st, out)
+}
+
+// makeSteward creates the steward principal (unless it exists) and its
+// grants, and returns an access token for it.
+func makeSteward(ctx context.Context, call func(method, path string, body any) (int, []byte, error),
+	tokenFor func(ctx context.Context, principal string) (string, error)) (string, error) {
+	st, out, err := call("POST", "/api/v1/principals", map[string]any{"name": Steward})
+	if err != nil {
+		return "", fmt.Errorf("demo: create principal %s: %w", Steward, err)
+	}
+	if st != http.StatusCreated && st != http.StatusConflict {
+		return "", fmt.Errorf("demo: create principal %s: %d %s", Steward, st, out)
+	}
+	for _, g := range stewardGrants {
+		body := map[string]any{"grantee": map[string]any{"kind": "principal", "name": Steward}}
+		for k, v := range g {
+			body[k] = v
+		}
+		st, out, err := call("POST", "/api/v1/grants", body)
+		if err != nil {
+			return "", fmt.Errorf("demo: grant %s to %s: %w", g["privilege"], Steward, err)
+		}
+		if st != http.StatusCreated && st != http.StatusOK && st != http.StatusConflict {
+			return "", fmt.Errorf("demo: grant %s to %s: %d %s", g["privilege"], Steward, st, out)
+		}
+	}
+	tok, err := tokenFor(ctx, Steward)
+	if err != nil {
+		return "", fmt.Errorf("demo: a token for %s: %w", Steward, err)
+	}
+	return tok, nil
+}
+
+// send makes one JSON request to uri+path with a bearer token.
+func send(ctx context.Context, client *http.Client, uri, token, method, path string, body any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, uri+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, out, err
 }

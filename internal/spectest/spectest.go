@@ -56,6 +56,7 @@ func Load() (*Spec, error) {
 	if pv := doc.Components.Schemas["PrimitiveTypeValue"]; pv != nil && pv.Value != nil && len(pv.Value.OneOf) > 0 {
 		pv.Value.AnyOf, pv.Value.OneOf = pv.Value.OneOf, nil
 	}
+	narrowSubmitted(doc)
 	r, err := gorillamux.NewRouter(doc)
 	if err != nil {
 		return nil, fmt.Errorf("route spec: %w", err)
@@ -208,5 +209,33 @@ func allowNull(ref *openapi3.SchemaRef, seen map[*openapi3.Schema]bool) {
 		for _, x := range l {
 			allowNull(x, seen)
 		}
+	}
+}
+
+// narrowSubmitted resolves an overlap in PlanTableScanResult: its oneOf
+// holds AsyncPlanningResult (status "submitted" with a plan-id) and
+// EmptyPlanningResult (status "submitted" or "cancelled"), so a submitted
+// answer matches both and none passes exactly one. The schema's
+// discriminator maps "submitted" to AsyncPlanningResult and "cancelled" to
+// EmptyPlanningResult; the EmptyPlanningResult branch is narrowed to
+// "cancelled", as the mapping reads (the validator ignores the mapping).
+func narrowSubmitted(doc *openapi3.T) {
+	res := doc.Components.Schemas["PlanTableScanResult"]
+	if res == nil || res.Value == nil {
+		return
+	}
+	for i, br := range res.Value.OneOf {
+		if !strings.HasSuffix(br.Ref, "/EmptyPlanningResult") || br.Value == nil || br.Value.Properties["status"] == nil {
+			continue
+		}
+		empty := *br.Value
+		empty.Properties = openapi3.Schemas{}
+		for k, v := range br.Value.Properties {
+			empty.Properties[k] = v
+		}
+		status := *br.Value.Properties["status"].Value
+		status.Enum = []any{"cancelled"}
+		empty.Properties["status"] = openapi3.NewSchemaRef("", &status)
+		res.Value.OneOf[i] = openapi3.NewSchemaRef("", &empty)
 	}
 }

@@ -135,11 +135,11 @@ func (h *Handler) namespace(r *http.Request, c *call) (string, []sharing.Table, 
 }
 
 func (h *Handler) loadNamespace(w http.ResponseWriter, r *http.Request, c *call) error {
-	schema, _, err := h.namespace(r, c)
+	schema, ts, err := h.namespace(r, c)
 	if err != nil {
 		return err
 	}
-	httperr.JSON(w, http.StatusOK, map[string]any{"namespace": []string{schema}, "properties": map[string]string{}})
+	httperr.JSON(w, http.StatusOK, map[string]any{"namespace": []string{schema}, "properties": productProperties(ts, schema)})
 	return nil
 }
 
@@ -246,4 +246,18 @@ func decodePageToken(tok string) (string, error) {
 		return "", floe.E(floe.Invalid, "", "invalid pageToken")
 	}
 	return string(b[3:]), nil
+}
+
+// productProperties are the properties of a share's schema: for each
+// shared data product with outputs in it, floe.products.<name> holding the
+// product's description, version, owner and outputs (as the provider's
+// catalog shows them on its namespaces).
+func productProperties(ts []sharing.Table, schema string) map[string]string {
+	props := map[string]string{}
+	for _, t := range ts {
+		if t.Product != nil && strings.EqualFold(t.Schema, schema) {
+			props["floe.products."+t.Product.Name] = t.Product.Summary
+		}
+	}
+	return props
 }

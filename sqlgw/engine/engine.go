@@ -134,6 +134,9 @@ type Options struct {
 	// floe.collaboration, cleanroom.go); nil refuses them. Clean rooms
 	// need Policies.
 	CleanRooms CleanRooms
+	// Metrics answers floe_metric, the table function of data product
+	// metrics (metrics.go); nil refuses it.
+	Metrics Metrics
 	// Audit receives one event per query; nil drops them.
 	Audit func(context.Context, audit.Event)
 	// Logger receives structured logs; nil discards them.

@@ -368,6 +368,13 @@ func (ss *session) createView(ctx context.Context, vc viewCatalog, d *ddlParsed,
 func (ss *session) analyzeViews(ctx context.Context, stmt node, skip string) (*analysis, error) {
 	var definers map[uintptr]*viewRights
 	for depth := 0; ; depth++ {
+		// floe_metric calls become subqueries of their metric's SQL
+		// (metrics.go), whose names are then resolved like any other.
+		if found, err := ss.expandMetrics(ctx, stmt); err != nil {
+			return nil, err
+		} else if found && depth >= maxViewDepth {
+			return nil, &pgwire.Error{Code: "54001", Message: fmt.Sprintf("floe_metric calls nested more than %d deep", maxViewDepth)}
+		}
 		a, err := analyzeWith(stmt, ss.temps, definers)
 		if err != nil {
 			return nil, err
