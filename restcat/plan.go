@@ -78,6 +78,10 @@ type planner struct {
 	// principal and table it was planned for. Async planning will keep a
 	// handle's status here while its result is computed.
 	handles *boundedLRU[string, planHandle]
+	// signable are, by principal and table, the files of the policy-filtered
+	// plans made for remote signing: the only objects Floe signs reads of
+	// for such a principal.
+	signable *boundedLRU[string, *signSet]
 	// async runs the plans of large tables in the background.
 	async *asyncPlans
 }
@@ -105,9 +109,10 @@ func newPlanner(p Planning, vendTTL time.Duration) *planner {
 		p.FS = newManifestCache(p.FS, p.ManifestCacheBytes, p.Now)
 	}
 	return &planner{cfg: p,
-		results: newBoundedLRU[planKey, *planResult](p.CacheEntries, p.CacheBytes, p.TTL, p.Now),
-		handles: newBoundedLRU[string, planHandle](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now),
-		async:   newAsyncPlans(p.Async, p.TTL, p.Now)}
+		results:  newBoundedLRU[planKey, *planResult](p.CacheEntries, p.CacheBytes, p.TTL, p.Now),
+		handles:  newBoundedLRU[string, planHandle](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now),
+		signable: newBoundedLRU[string, *signSet](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now),
+		async:    newAsyncPlans(p.Async, p.TTL, p.Now)}
 }
 
 // planKey is what a plan's result depends on.
@@ -119,6 +124,7 @@ type planKey struct {
 	snapshotSchema  bool
 	selected, stats string // comma-joined field names and ids
 	current         bool   // snapshot is the table's current one
+	policy          string // the caller's row policy (planPolicy.key), "" for whole-table readers
 }
 
 // planResult is an encoded plan: its pages, each the members of a ScanTasks
@@ -129,10 +135,18 @@ type planResult struct {
 	snapshot   int64
 	dataFiles  int
 	deleteFile int
+	// Of a policy-filtered plan: the data files left out, and the files
+	// listed (data and delete), which its credential reads.
+	filtered bool
+	withheld int
+	files    []string
 }
 
 func (p *planResult) size() int64 {
 	n := int64(64)
+	for _, f := range p.files {
+		n += int64(len(f)) + 16
+	}
 	for _, pg := range p.pages {
 		n += int64(len(pg)) + 24
 	}
@@ -195,22 +209,22 @@ func isPlanRoute(name string) bool {
 
 // planReadable checks that the caller may read the table's files, as
 // loadTable's credential vending decides, and returns whether it may
-// write them. A caller whose SELECT carries a data filter is refused
-// with loadTable's reason and where to read the table instead.
-func (h *Handler) planReadable(r *http.Request, wh string, id catalog.Ident) (bool, error) {
+// write them. A caller whose SELECT carries a data filter gets filtered:
+// its plan must go through planPolicy, which refuses it (with loadTable's
+// reason and where to read the table instead) unless the filter can be
+// proven on each file. Any other denial is returned.
+func (h *Handler) planReadable(r *http.Request, wh string, id catalog.Ident) (write, filtered bool, err error) {
 	write, denied := h.fileAccess(r, wh, id)
 	if denied == nil {
-		return write, nil
+		return write, false, nil
 	}
 	if floe.KindOf(denied) != floe.Forbidden {
-		return false, denied
+		return false, false, denied
 	}
-	reason := floe.PublicMessage(denied)
-	if v := h.opts.Vending; v != nil && v.SQLAddress != "" && h.filtered(r, wh, id) {
-		reason += ". Read it through Floe's SQL endpoint at " + v.SQLAddress + " (PostgreSQL wire protocol, database " +
-			strconv.Quote(wh) + ", user " + strconv.Quote(callerName(r)) + ", an access token as the password)"
+	if h.filtered(r, wh, id) {
+		return false, true, nil
 	}
-	return false, floe.Wrap(floe.Forbidden, denied, "%s", reason)
+	return false, false, h.planDenied(r, wh, id, denied, "")
 }
 
 // planPrincipal identifies the caller a plan id is bound to.
@@ -238,7 +252,7 @@ func (h *Handler) planTableScan(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	write, err := h.planReadable(r, wh, id)
+	write, filtered, err := h.planReadable(r, wh, id)
 	if err != nil {
 		return err
 	}
@@ -246,16 +260,24 @@ func (h *Handler) planTableScan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	pol, err := h.planPolicy(r, wh, id, st, filtered)
+	if err != nil {
+		return err
+	}
 	key, scan, err := h.scanOf(st, id, req)
 	if err != nil {
 		return err
 	}
+	key.policy = pol.key()
 	res, ok := h.plans.results.Get(key)
-	if !ok && h.plans.async.large(h.plans.cfg.FS, st, key) {
+	// A policy-filtered plan is made now (its files are decided one by
+	// one, and at most vend.MaxFiles get a credential): never in the
+	// background, whose batches plan whole tables.
+	if !ok && pol == nil && h.plans.async.large(h.plans.cfg.FS, st, key) {
 		return h.submitPlan(w, r, st, key, scan, req)
 	}
 	if !ok {
-		if res, err = h.plan(r.Context(), st, key, scan); err != nil {
+		if res, err = h.plan(r.Context(), st, key, scan, pol); err != nil {
 			return err
 		}
 		h.plans.results.Add(key, res, res.size())
@@ -266,9 +288,16 @@ func (h *Handler) planTableScan(w http.ResponseWriter, r *http.Request) error {
 	}
 	hd := planHandle{key: key, principal: planPrincipal(r), table: key.table, req: req}
 	h.plans.handles.Add(planID, hd, hd.size())
-	h.auditPlan(r, map[string]any{"plan_id": planID, "snapshot_id": res.snapshot, "data_files": res.dataFiles,
-		"delete_files": res.deleteFile, "pages": len(res.pages)})
-	return h.writeCompleted(w, r, wh, id, st, write, planID, res)
+	detail := map[string]any{"plan_id": planID, "snapshot_id": res.snapshot, "data_files": res.dataFiles,
+		"delete_files": res.deleteFile, "pages": len(res.pages)}
+	if res.filtered {
+		detail["policy_filtered"], detail["withheld_data_files"] = true, res.withheld
+	}
+	h.auditPlan(r, detail)
+	if res.filtered && delegation(r) == delegateSign {
+		h.plans.allowSigning(planPrincipal(r), key.table, pol.key(), res.files)
+	}
+	return h.writeCompleted(w, r, wh, id, st, write, planID, res, pol)
 }
 
 // scanOf validates a planning request against the table and returns its
@@ -430,7 +459,7 @@ func (s *scanPlan) files(ctx context.Context) ([]table.FileScanTask, error) {
 }
 
 // plan plans a scan and encodes its pages.
-func (h *Handler) plan(ctx context.Context, st *catalog.TableState, key planKey, scanOf func(*table.Table) *scanPlan) (*planResult, error) {
+func (h *Handler) plan(ctx context.Context, st *catalog.TableState, key planKey, scanOf func(*table.Table) *scanPlan, pol *planPolicy) (*planResult, error) {
 	fsys := h.plans.cfg.FS
 	tbl := table.New(table.Identifier{"t"}, st.Metadata, st.Location, func(context.Context) (icebergio.IO, error) { return fsys, nil }, nil)
 	sp := scanOf(tbl)
@@ -442,8 +471,17 @@ func (h *Handler) plan(ctx context.Context, st *catalog.TableState, key planKey,
 		return nil, floe.Wrap(floe.Internal, err, "cannot plan the scan")
 	}
 	tasks = lake.WholeFiles(tasks)
+	withheld := 0
+	if pol != nil {
+		if tasks, withheld, err = pol.apply(st.Metadata, tasks); err != nil {
+			return nil, err
+		}
+	}
 	enc := &encoder{md: st.Metadata, stats: sp.stats, specs: map[int32]*iceberg.PartitionSpec{}, partTypes: map[int32][]iceberg.Type{}}
-	res := &planResult{snapshot: key.snapshot, dataFiles: len(tasks), zipped: sp.zip}
+	res := &planResult{snapshot: key.snapshot, dataFiles: len(tasks), zipped: sp.zip, filtered: pol != nil, withheld: withheld}
+	if pol != nil {
+		res.files = policyFiles(tasks)
+	}
 	deletes := map[string]bool{}
 	size := h.plans.cfg.PageSize
 	for i := 0; i < len(tasks) || i == 0; i += size {
@@ -471,7 +509,7 @@ func (h *Handler) plan(ctx context.Context, st *catalog.TableState, key planKey,
 // writeCompleted answers with a completed plan: its first page, the plan
 // tasks of the others, and storage credentials as loadTable vends them.
 func (h *Handler) writeCompleted(w http.ResponseWriter, r *http.Request, wh string, id catalog.Ident, st *catalog.TableState,
-	write bool, planID string, res *planResult) error {
+	write bool, planID string, res *planResult, pol *planPolicy) error {
 	var buf bytes.Buffer
 	buf.WriteString(`{"status":"completed","plan-id":`)
 	pid, _ := json.Marshal(planID)
@@ -485,7 +523,7 @@ func (h *Handler) writeCompleted(w http.ResponseWriter, r *http.Request, wh stri
 		buf.WriteString(`,"plan-tasks":`)
 		buf.Write(b)
 	}
-	creds, err := h.planCredentials(r, id, st, write)
+	creds, err := h.planCredentials(r, id, st, write, res, pol)
 	if err != nil {
 		return err
 	}
@@ -509,11 +547,15 @@ func (h *Handler) writeCompleted(w http.ResponseWriter, r *http.Request, wh stri
 // planCredentials returns the storage credentials loadTable would vend
 // the caller for the table (the same credential, reused within its
 // window), or nil when the server vends none or the client asked for
-// remote signing (it signs with the table's loadTable configuration).
-func (h *Handler) planCredentials(r *http.Request, id catalog.Ident, st *catalog.TableState, write bool) ([]storageCredential, error) {
+// remote signing (it signs with the table's loadTable configuration). A
+// policy-filtered plan gets a credential for exactly its files.
+func (h *Handler) planCredentials(r *http.Request, id catalog.Ident, st *catalog.TableState, write bool, res *planResult, pol *planPolicy) ([]storageCredential, error) {
 	v := h.opts.Vending
 	if v == nil || delegation(r) != delegateVended {
 		return nil, nil
+	}
+	if res.filtered {
+		return h.planFileCredentials(r, id, st, res, pol)
 	}
 	bucket, prefix, ok := objstore.LocationPrefix(st.Metadata.Location())
 	if !ok {
@@ -543,29 +585,32 @@ func (h *Handler) handle(r *http.Request, st *catalog.TableState, planID, what s
 // fetchPlanningResult serves GET .../plan/{plan-id}: a completed plan
 // answers as planTableScan did.
 func (h *Handler) fetchPlanningResult(w http.ResponseWriter, r *http.Request) error {
-	wh, id, st, write, err := h.planTable(r)
+	wh, id, st, write, pol, err := h.planTable(r)
 	if err != nil {
 		return err
 	}
 	planID := r.PathValue("planid")
 	if job, ok := h.plans.async.job(planID); ok {
+		if job.key.policy != pol.key() { // asynchronous plans are whole-table plans
+			return floe.E(floe.NotFound, "plan-id", "the caller's access to table %s has changed since the plan: plan the scan again", id)
+		}
 		return h.fetchAsync(w, r, wh, id, st, write, job)
 	}
 	hd, err := h.handle(r, st, planID, "plan-id")
 	if err != nil {
 		return err
 	}
-	res, err := h.result(r.Context(), st, id, hd, "plan-id")
+	res, err := h.result(r.Context(), st, id, hd, "plan-id", pol)
 	if err != nil {
 		return err
 	}
-	return h.writeCompleted(w, r, wh, id, st, write, planID, res)
+	return h.writeCompleted(w, r, wh, id, st, write, planID, res, pol)
 }
 
 // cancelPlanning serves DELETE .../plan/{plan-id}: the plan id and its
 // plan tasks are forgotten.
 func (h *Handler) cancelPlanning(w http.ResponseWriter, r *http.Request) error {
-	_, _, st, _, err := h.planTable(r)
+	_, _, st, _, _, err := h.planTable(r)
 	if err != nil {
 		return err
 	}
@@ -593,10 +638,15 @@ func (h *Handler) fetchScanTasks(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &req, "plan-task"); err != nil {
 		return err
 	}
-	if _, err := h.planReadable(r, wh, id); err != nil {
+	_, filtered, err := h.planReadable(r, wh, id)
+	if err != nil {
 		return err
 	}
 	st, err := h.cat.LoadTable(r.Context(), wh, id)
+	if err != nil {
+		return err
+	}
+	pol, err := h.planPolicy(r, wh, id, st, filtered)
 	if err != nil {
 		return err
 	}
@@ -608,7 +658,7 @@ func (h *Handler) fetchScanTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.result(r.Context(), st, id, hd, "plan-task")
+	res, err := h.result(r.Context(), st, id, hd, "plan-task", pol)
 	if err != nil {
 		return err
 	}
@@ -626,18 +676,23 @@ func (h *Handler) fetchScanTasks(w http.ResponseWriter, r *http.Request) error {
 // result returns the plan of a live handle: from the results cache, or
 // planned again (the same snapshot, filter and options give the same
 // files) when it has been evicted or was too large to keep. A plan whose
-// snapshot is gone is NotFound (entity what).
-func (h *Handler) result(ctx context.Context, st *catalog.TableState, id catalog.Ident, hd planHandle, what string) (*planResult, error) {
+// snapshot is gone, or planned under another row policy than the
+// caller's now, is NotFound (entity what).
+func (h *Handler) result(ctx context.Context, st *catalog.TableState, id catalog.Ident, hd planHandle, what string, pol *planPolicy) (*planResult, error) {
+	if hd.key.policy != pol.key() {
+		return nil, floe.E(floe.NotFound, what, "the caller's access to table %s has changed since the plan: plan the scan again", id)
+	}
 	if res, ok := h.plans.results.Get(hd.key); ok {
 		return res, nil
 	}
 	key, scan, err := h.scanOf(st, id, hd.req)
 	same := key
 	same.current = hd.key.current // the snapshot may no longer be the current one: the files are the same
+	same.policy = pol.key()
 	if err != nil || same != hd.key {
 		return nil, floe.E(floe.NotFound, what, "the plan's snapshot is no longer in table %s: plan the scan again", id)
 	}
-	res, err := h.plan(ctx, st, key, scan)
+	res, err := h.plan(ctx, st, key, scan, pol)
 	if err != nil {
 		return nil, err
 	}
@@ -645,21 +700,26 @@ func (h *Handler) result(ctx context.Context, st *catalog.TableState, id catalog
 	return res, nil
 }
 
-// planTable authorizes a request on an existing plan and loads its table.
-func (h *Handler) planTable(r *http.Request) (string, catalog.Ident, *catalog.TableState, bool, error) {
+// planTable authorizes a request on an existing plan and loads its table,
+// with the caller's row policy (nil for a whole-table reader).
+func (h *Handler) planTable(r *http.Request) (string, catalog.Ident, *catalog.TableState, bool, *planPolicy, error) {
 	wh, id, err := h.identRequest(r, "table")
 	if err != nil {
-		return "", id, nil, false, err
+		return "", id, nil, false, nil, err
 	}
-	write, err := h.planReadable(r, wh, id)
+	write, filtered, err := h.planReadable(r, wh, id)
 	if err != nil {
-		return "", id, nil, false, err
+		return "", id, nil, false, nil, err
 	}
 	st, err := h.cat.LoadTable(r.Context(), wh, id)
 	if err != nil {
-		return "", id, nil, false, err
+		return "", id, nil, false, nil, err
 	}
-	return wh, id, st, write, nil
+	pol, err := h.planPolicy(r, wh, id, st, filtered)
+	if err != nil {
+		return "", id, nil, false, nil, err
+	}
+	return wh, id, st, write, pol, nil
 }
 
 // auditPlan adds the plan's facts to the request's audit event.

@@ -326,7 +326,7 @@ func (h *Handler) fetchAsync(w http.ResponseWriter, r *http.Request, wh string, 
 	status, perr := a.state(j)
 	if status == planCompleted {
 		if res, ok := h.plans.results.Get(j.key); ok {
-			return h.writeCompleted(w, r, wh, id, st, write, j.id, res)
+			return h.writeCompleted(w, r, wh, id, st, write, j.id, res, nil) // whole-table plans only
 		}
 		// The result has left the cache: plan it again, in the background.
 		hd, err := h.handle(r, st, j.id, "plan-id")

@@ -34,14 +34,14 @@ func (h *Handler) planLarge(ctx context.Context, st *catalog.TableState, key pla
 		return nil, err
 	}
 	if lists == nil {
-		return h.plan(ctx, st, key, batchScan(scan, nil))
+		return h.plan(ctx, st, key, batchScan(scan, nil), nil) // large plans are whole-table plans
 	}
 	out := &planResult{snapshot: key.snapshot, zipped: true}
 	for _, list := range lists {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res, err := h.plan(ctx, st, key, batchScan(scan, list))
+		res, err := h.plan(ctx, st, key, batchScan(scan, list), nil)
 		if err != nil {
 			return nil, err
 		}

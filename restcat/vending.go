@@ -448,9 +448,9 @@ func (h *Handler) signRequest(w http.ResponseWriter, r *http.Request) error {
 	if req.Provider != "" && req.Provider != "s3" {
 		return floe.E(floe.Invalid, "", "provider %q is not supported: Floe signs s3 requests", req.Provider)
 	}
-	mayWrite, err := h.fileAccess(r, wh, id)
-	if err != nil {
-		return err
+	mayWrite, denied := h.fileAccess(r, wh, id)
+	if denied != nil && (floe.KindOf(denied) != floe.Forbidden || !h.filtered(r, wh, id)) {
+		return denied
 	}
 	st, err := h.cat.LoadTable(r.Context(), wh, id)
 	if err != nil {
@@ -467,6 +467,13 @@ func (h *Handler) signRequest(w http.ResponseWriter, r *http.Request) error {
 	write := target.write()
 	if target.bucket != bucket || !target.inside(prefix) {
 		return floe.E(floe.Forbidden, "location", "%s %s is outside table %s (s3://%s/%s)", req.Method, req.URI, id, bucket, prefix)
+	}
+	if denied != nil {
+		// A caller that reads through a row filter: only reads of the
+		// files of its policy-filtered plans (planpolicy.go).
+		if err := h.planSignable(r, wh, id, st, target, denied); err != nil {
+			return err
+		}
 	}
 	if write && !mayWrite {
 		d := h.writeDenial(r, wh, id)

@@ -148,7 +148,7 @@ func (s *STS) Mint(ctx context.Context, sess Session, ttl time.Duration) (Creden
 	if sess.Notice != "" {
 		return Credentials{}, Session{}, floe.E(floe.Invalid, "credential", "notice credentials are understood only by Floe's embedded S3 endpoint")
 	}
-	policy, err := sessionPolicy(s.partition, sess.Grants)
+	policy, err := sessionPolicy(s.partition, sess.Grants, sess.Files...)
 	if err != nil {
 		return Credentials{}, Session{}, err
 	}
@@ -282,7 +282,7 @@ func SessionPolicy(grants []Grant) (string, error) {
 	return sessionPolicy("aws", grants)
 }
 
-func sessionPolicy(partition string, grants []Grant) (string, error) {
+func sessionPolicy(partition string, grants []Grant, files ...string) (string, error) {
 	if len(grants) == 0 {
 		return "", floe.E(floe.Invalid, "credential", "a credential needs at least one grant")
 	}
@@ -300,6 +300,16 @@ func sessionPolicy(partition string, grants []Grant) (string, error) {
 		}
 		if !slices.Contains(buckets, g.Bucket) {
 			buckets = append(buckets, g.Bucket)
+		}
+		if g.Access == ReadFiles {
+			// Exactly the named objects: one ARN each, no wildcard, no
+			// listing.
+			for _, k := range files {
+				if strings.HasPrefix(k, g.Prefix) {
+					read = appendNew(read, arn+g.Bucket+"/"+iamEscaper.Replace(k))
+				}
+			}
+			continue
 		}
 		p := iamEscaper.Replace(g.Prefix)
 		obj := arn + g.Bucket + "/" + p + "*"
@@ -335,6 +345,10 @@ func sessionPolicy(partition string, grants []Grant) (string, error) {
 		return "", fmt.Errorf("vend: encode session policy: %w", err)
 	}
 	policy := strings.TrimSuffix(buf.String(), "\n")
+	if n := len([]rune(policy)); n > MaxPolicyLen && len(files) > 0 {
+		return "", floe.E(floe.Invalid, "credential", "a credential for exactly %d files needs a session policy of %d characters, "+
+			"more than the %d STS allows: per-file credentials for more files need Floe's embedded S3 endpoint or remote signing", len(files), n, MaxPolicyLen)
+	}
 	if n := len([]rune(policy)); n > MaxPolicyLen {
 		return "", floe.E(floe.Invalid, "credential", "the session policy of the credential's grants has %d characters, more than the %d STS allows", n, MaxPolicyLen)
 	}

@@ -1,6 +1,7 @@
 package vend
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -16,7 +17,7 @@ import (
 
 // MaxTokenLen bounds an embedded session token: Mint refuses sessions whose
 // token would be longer, Resolve rejects longer tokens unread.
-const MaxTokenLen = 4096
+const MaxTokenLen = 16 << 10
 
 const (
 	// tokenPrefix starts every embedded session token; it names the format.
@@ -51,6 +52,8 @@ type wireSession struct {
 	Networks []string `json:"n,omitempty"`
 	// Notice is Session.Notice (absent when empty).
 	Notice string `json:"o,omitempty"`
+	// Files is the digest set of Session.Files (read-files credentials).
+	Files *wireFiles `json:"f,omitempty"`
 }
 
 type wireGrant struct {
@@ -66,6 +69,10 @@ func toWire(s Session) wireSession {
 	for i, g := range s.Grants {
 		w.Grants[i] = wireGrant(g)
 	}
+	if len(s.Files) > 0 {
+		fs := newFileSet(s.filesBucket(), s.Files)
+		w.Files = &wireFiles{Salt: fs.salt, Digests: fs.digests}
+	}
 	return w
 }
 
@@ -76,15 +83,26 @@ func (w wireSession) session() Session {
 	for i, g := range w.Grants {
 		s.Grants[i] = Grant(g)
 	}
+	if w.Files != nil {
+		s.files = &fileSet{salt: w.Files.Salt, digests: w.Files.Digests}
+	}
 	return s
 }
 
 // seal returns the session token of s under k.
 func (k *sealKey) seal(s Session) (string, error) {
-	pt, err := json.Marshal(toWire(s))
+	w := toWire(s)
+	var digests []byte
+	if w.Files != nil {
+		// The digests follow the JSON as raw bytes: base64 inside the
+		// token's own base64 would cost a third more.
+		digests, w.Files.Digests = w.Files.Digests, nil
+	}
+	pt, err := json.Marshal(w)
 	if err != nil {
 		return "", fmt.Errorf("vend: encode session: %w", err)
 	}
+	pt = append(pt, digests...)
 	hdr := 1 + len(k.id)
 	raw := make([]byte, hdr+nonceLen, hdr+nonceLen+len(pt)+k.aead.Overhead())
 	raw[0] = byte(len(k.id))
@@ -150,8 +168,16 @@ func (k *sealKey) open(p parsedToken) (Session, error) {
 		return Session{}, fmt.Errorf("vend: session token does not authenticate under key %s: %w", k.id, ErrInvalidToken)
 	}
 	var w wireSession
-	if err := json.Unmarshal(pt, &w); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(pt))
+	if err := dec.Decode(&w); err != nil {
 		return Session{}, fmt.Errorf("vend: session token under key %s: %w: %w", k.id, ErrInvalidToken, err)
+	}
+	// After the JSON: a read-files session's file digests, nothing else.
+	if rest := pt[dec.InputOffset():]; len(rest) > 0 || w.Files != nil {
+		if w.Files == nil || len(w.Files.Digests) > 0 || len(rest)%fileDigestLen != 0 {
+			return Session{}, fmt.Errorf("vend: session token under key %s has malformed file digests: %w", k.id, ErrInvalidToken)
+		}
+		w.Files.Digests = rest
 	}
 	return w.session(), nil
 }

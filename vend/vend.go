@@ -21,7 +21,9 @@
 //
 // with unpadded base64url, len(keyID) one byte, a 12-byte random nonce, and
 // aad = "FV1." || len(keyID) || keyID. The JSON holds every field of the
-// Session, the access key id and the expiry (Unix seconds) included. The
+// Session, the access key id and the expiry (Unix seconds) included; a
+// read-files session's file digests (see ReadFiles) follow it as raw bytes,
+// 8 per file, its salt being in the JSON. The
 // access key id is "FLOE" followed by 16 random characters of [A-Z2-7]. The
 // secret access key is the first 30 bytes of HMAC-SHA256(macKey, token),
 // standard base64: 40 characters, like an AWS secret key. sealKey and macKey
@@ -84,7 +86,17 @@ const (
 	// Options.Listed); no STS session policy can express them, so only the
 	// embedded minter mints it.
 	ReadListed Access = 5
+	// ReadFiles allows reading exactly the objects named in
+	// Session.Files, all under the grant's prefix, and no listing: the
+	// credential of a scan plan filtered by the caller's row policy (see
+	// restcat's planpolicy.go), valid for the planned data files and their
+	// delete files and nothing else of the table.
+	ReadFiles Access = 6
 )
+
+// MaxFiles bounds Session.Files: an embedded credential carries a digest
+// of each file in its session token, which stays within MaxTokenLen.
+const MaxFiles = 1200
 
 // String returns "read" or "read-write".
 func (a Access) String() string {
@@ -99,6 +111,8 @@ func (a Access) String() string {
 		return "read-objects"
 	case ReadListed:
 		return "read-listed"
+	case ReadFiles:
+		return "read-files"
 	}
 	return fmt.Sprintf("access(%d)", uint8(a))
 }
@@ -131,7 +145,7 @@ func (g Grant) Validate() error {
 		return bad("prefix %q must end and must not start with /", g.Prefix)
 	case hasDotSegment(g.Prefix) || hasControl(g.Prefix):
 		return bad("prefix %q has a . or .. segment or a control character", g.Prefix)
-	case g.Access != Read && g.Access != ReadWrite && g.Access != Notice && g.Access != ReadObjects && g.Access != ReadListed:
+	case g.Access != Read && g.Access != ReadWrite && g.Access != Notice && g.Access != ReadObjects && g.Access != ReadListed && g.Access != ReadFiles:
 		return bad("unknown access %v", g.Access)
 	}
 	return nil
@@ -175,6 +189,14 @@ type Session struct {
 	// holder instead of serving anything (one line, at most
 	// MaxNoticeLength bytes).
 	Notice string
+	// Files, with ReadFiles grants only, are the object keys (in the
+	// grant's bucket, under its prefix) the credential reads: at most
+	// MaxFiles. A session resolved from an embedded token has no Files but
+	// their digests (see Allows), so that the token stays small.
+	Files []string
+	// files is the digest set of Files sealed in an embedded token, as
+	// Resolve returns it.
+	files *fileSet
 }
 
 // MaxNoticeLength bounds Session.Notice.
@@ -199,7 +221,8 @@ func (s Session) NoticeCovers(bucket, key string) bool {
 // the list prefix; with write true, writing or deleting the object key.
 //
 // An object key is allowed when it starts with a granted prefix (and the
-// grant is ReadWrite, for writes). A list prefix p is allowed when it starts
+// grant is ReadWrite, for writes); for a ReadFiles grant, when it is also
+// one of the session's Files. A list prefix p is allowed when it starts
 // with a granted prefix, or when p + "/" is the granted prefix; such a
 // listing may name keys outside the grant ("t1" lists "t10/..."), so the S3
 // layer must also filter each listed key with Allows. As reads and lists are
@@ -218,6 +241,12 @@ func (s Session) Allows(bucket, key string, write bool) bool {
 		}
 		if write {
 			if g.Access == ReadWrite && strings.HasPrefix(key, g.Prefix) {
+				return true
+			}
+			continue
+		}
+		if g.Access == ReadFiles {
+			if strings.HasPrefix(key, g.Prefix) && s.hasFile(bucket, key) {
 				return true
 			}
 			continue
@@ -278,7 +307,7 @@ func (s Session) validate() error {
 			return err
 		}
 	}
-	return nil
+	return s.validateFiles()
 }
 
 // Credentials are what a client receives.

@@ -71,7 +71,7 @@ func TestGrantValidate(t *testing.T) {
 		{"control in prefix", func(g *vend.Grant) { g.Prefix = "crm/\x00/" }, false},
 		{"long prefix", func(g *vend.Grant) { g.Prefix = strings.Repeat("p", 1024) + "/" }, false},
 		{"no access", func(g *vend.Grant) { g.Access = 0 }, false},
-		{"unknown access", func(g *vend.Grant) { g.Access = 6 }, false},
+		{"unknown access", func(g *vend.Grant) { g.Access = 7 }, false},
 		{"read-listed access", func(g *vend.Grant) { g.Access = vend.ReadListed }, true},
 		{"notice access", func(g *vend.Grant) { g.Access = vend.Notice }, true},
 		{"read-objects access", func(g *vend.Grant) { g.Access = vend.ReadObjects }, true},

@@ -97,7 +97,7 @@ func New() *Metrics {
 		Help: "Table commits (REST, SQL, ingest, maintenance) by result: success, conflict, retry (a lost race re-applied), error."},
 		[]string{"result"})
 	m.vended = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_credentials_vended_total",
-		Help: "Storage credentials handed out in answers (new or reused), by access (read, read-write, notice, read-objects, read-listed)."}, []string{"access"})
+		Help: "Storage credentials handed out in answers (new or reused), by access (read, read-write, notice, read-objects, read-listed, read-files)."}, []string{"access"})
 	m.s3Bytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_s3_bytes_total",
 		Help: "Bytes of request and response bodies on the embedded S3 endpoint, by direction (in: uploads, out: downloads)."},
 		[]string{"direction"})
