@@ -477,7 +477,7 @@ func (h *Handler) plan(ctx context.Context, st *catalog.TableState, key planKey,
 			return nil, err
 		}
 	}
-	enc := &encoder{md: st.Metadata, stats: sp.stats, specs: map[int32]*iceberg.PartitionSpec{}, partTypes: map[int32][]iceberg.Type{}}
+	enc := &encoder{md: st.Metadata, stats: sp.stats, filter: sp.filter, specs: map[int32]*iceberg.PartitionSpec{}, partTypes: map[int32][]iceberg.Type{}}
 	res := &planResult{snapshot: key.snapshot, dataFiles: len(tasks), zipped: sp.zip, filtered: pol != nil, withheld: withheld}
 	if pol != nil {
 		res.files = policyFiles(tasks)

@@ -79,6 +79,9 @@ type encoder struct {
 	// at every lookup) and the result types of its fields.
 	specs     map[int32]*iceberg.PartitionSpec
 	partTypes map[int32][]iceberg.Type
+	// filter is the scan's row filter: the residual of a task that
+	// iceberg-go leaves without one.
+	filter iceberg.BooleanExpression
 }
 
 func (e *encoder) page(tasks []table.FileScanTask) (wirePage, error) {
@@ -105,14 +108,20 @@ func (e *encoder) page(tasks []table.FileScanTask) (wirePage, error) {
 				wt.DeleteFileRefs = append(wt.DeleteFileRefs, i)
 			}
 		}
-		if t.Residual != nil {
-			if _, always := t.Residual.(iceberg.AlwaysTrue); !always {
-				// A residual that cannot be written is left out: the client
-				// then applies the scan's filter, as the spec says.
-				if b, err := json.Marshal(t.Residual); err == nil {
-					wt.ResidualFilter = b
-				}
-			}
+		// Every task carries its residual-filter: the task's residual, else
+		// the scan's filter, else true. The spec lets a server leave it out
+		// (the client then applies the scan's filter), but Iceberg Java
+		// 1.11 reads a missing one as null: a partitioned table's task
+		// throws, an unpartitioned one is read unfiltered.
+		res := t.Residual
+		if res == nil {
+			res = e.filter
+		}
+		if res == nil {
+			res = iceberg.AlwaysTrue{}
+		}
+		if b, err := json.Marshal(res); err == nil {
+			wt.ResidualFilter = b
 		}
 		p.Tasks = append(p.Tasks, wt)
 	}

@@ -226,20 +226,11 @@ def is_plan(ex) -> bool:
     return ex.method == "POST" and ex.path.split("?")[0].endswith("/plan")
 
 
-# Floe leaves residual-filter out of a file scan task when iceberg-go gives
-# the task no residual (the filter has no projection on the file's partition
-# spec, or there is no filter) or an always-true one: restcat/planwire.go,
-# encoder.page. The spec allows that ("If the residual is not present, the
-# client must produce the residual or use the original filter"), but Iceberg
-# Java 1.11.0 does neither: RESTFileScanTaskParser.fromJson builds the task
-# with ResidualEvaluator.of(spec, null, ...), so FileScanTask.residual()
-# throws NullPointerException on a partitioned spec and returns null (no
-# row filtering at all: wrong rows, position-deletes-filter) on an
-# unpartitioned one. Fix (for the lead, restcat/plan*.go is not this
-# branch's): always send residual-filter: the task's residual, else the
-# scan's bound filter, else true.
-RESIDUAL = pytest.mark.xfail(strict=True, reason="Floe omits residual-filter; Iceberg Java 1.11.0 then reads the "
-                             "task's residual as null (NullPointerException, or no filtering)")
+# Floe sends residual-filter on every file scan task (the task's residual,
+# else the scan's filter, else true): Iceberg Java 1.11.0 reads a missing
+# one as null (RESTFileScanTaskParser.fromJson), so FileScanTask.residual()
+# would throw NullPointerException on a partitioned spec and filter nothing
+# on an unpartitioned one. Every server case below covers that.
 
 # The ids each case must read (independently of either planner).
 EXPECTED = {
@@ -263,9 +254,7 @@ EXPECTED = {
     "incremental-filter": [i for i in range(100, 200) if i % 4 == 2],
 }
 CASES = list(EXPECTED)
-FAILING = {"full", "filter-eq", "filter-and-select", "filter-or-in", "evolved", "evolved-filter",
-           "evolved-old-partition", "position-deletes-filter", "time-travel", "time-travel-filter", "tag"}
-SERVER_CASES = [pytest.param(n, marks=RESIDUAL) if n in FAILING else n for n in CASES if not n.startswith("incremental")]
+SERVER_CASES = [n for n in CASES if not n.startswith("incremental")]
 
 
 def trace(line: dict, mode: str) -> str:
