@@ -268,6 +268,9 @@ func (s *Service) AddMember(ctx context.Context, sub authz.Subject, name, princi
 func (s *Service) ConfigureTable(ctx context.Context, sub authz.Subject, name string, t ConfiguredTable) (Collaboration, error) {
 	t.Owner, t.OwnerID = sub.Principal, sub.PrincipalID
 	t.AddedAt = s.o.Now().UTC()
+	if t.AnalysisRule == "" {
+		t.AnalysisRule = RuleAggregation
+	}
 	if t.Columns == nil {
 		t.Columns = []string{}
 	}

@@ -60,14 +60,16 @@ type AddMemberRequest struct {
 // /cleanrooms/{name}/tables/{table}: the caller's table and its rule.
 type ConfigureTableRequest struct {
 	// Warehouse defaults to the server's.
-	Warehouse  string                    `json:"warehouse,omitempty"`
-	Namespace  catalog.Namespace         `json:"namespace"`
-	Table      string                    `json:"table"`
-	Columns    []string                  `json:"columns,omitempty"`
-	JoinKeys   []string                  `json:"join_keys,omitempty"`
-	Dimensions []string                  `json:"dimensions,omitempty"`
-	Identifier string                    `json:"identifier"`
-	Rule       cleanroom.AggregationRule `json:"rule"`
+	Warehouse string `json:"warehouse,omitempty"`
+	// AnalysisRule is aggregation (default), list or custom.
+	AnalysisRule string                    `json:"analysis_rule,omitempty"`
+	Namespace    catalog.Namespace         `json:"namespace"`
+	Table        string                    `json:"table"`
+	Columns      []string                  `json:"columns,omitempty"`
+	JoinKeys     []string                  `json:"join_keys,omitempty"`
+	Dimensions   []string                  `json:"dimensions,omitempty"`
+	Identifier   string                    `json:"identifier"`
+	Rule         cleanroom.AggregationRule `json:"rule"`
 }
 
 // QueryLog is the answer of GET /cleanrooms/{name}/queries.
@@ -171,9 +173,9 @@ func (h *Handler) configureTable(c *call, s CleanRooms) error {
 		req.Warehouse = h.opts.DefaultWarehouse
 	}
 	t := cleanroom.ConfiguredTable{Name: table, Warehouse: req.Warehouse, Namespace: req.Namespace, Table: req.Table,
-		Columns: req.Columns, JoinKeys: req.JoinKeys, Dimensions: req.Dimensions, Identifier: req.Identifier, Rule: req.Rule}
+		AnalysisRule: req.AnalysisRule, Columns: req.Columns, JoinKeys: req.JoinKeys, Dimensions: req.Dimensions, Identifier: req.Identifier, Rule: req.Rule}
 	c.resource = "cleanroom:" + name
-	c.note("collaboration", name, "configured_table", table, "table", t.String(), "min_identifiers", req.Rule.MinIdentifiers)
+	c.note("collaboration", name, "configured_table", table, "table", t.String(), "analysis_rule", t.AnalysisRule, "min_identifiers", req.Rule.MinIdentifiers)
 	out, err := s.ConfigureTable(c.ctx, c.sub, name, t)
 	if err != nil {
 		return err

@@ -91,9 +91,9 @@ func cleanroomCmd(stdout io.Writer, getenv func(string) string) *cobra.Command {
 		}
 		fmt.Fprintf(stdout, "members: %s\nresult receivers: %s\n", strings.Join(members, ", "), receivers)
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TABLE\tOWNER\tSOURCE\tIDENTIFIER\tMIN\tJOIN KEYS\tDIMENSIONS\tCOLUMNS")
+		fmt.Fprintln(tw, "TABLE\tOWNER\tSOURCE\tRULE\tIDENTIFIER\tMIN\tJOIN KEYS\tDIMENSIONS\tCOLUMNS")
 		for _, t := range x.Tables {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", t.Name, t.Owner, t, t.Identifier, t.Rule.MinIdentifiers,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", t.Name, t.Owner, t, t.Kind(), t.Identifier, t.Rule.MinIdentifiers,
 				strings.Join(t.JoinKeys, ","), strings.Join(t.Dimensions, ","), strings.Join(t.Columns, ","))
 		}
 		return tw.Flush()
@@ -111,21 +111,28 @@ func cleanroomCmd(stdout io.Writer, getenv func(string) string) *cobra.Command {
 		return nil
 	}
 
-	conf := &cobra.Command{Use: "configure-table NAME TABLE_NAME NAMESPACE.TABLE", Short: "Configure one of your tables in a collaboration, with its aggregation rule",
+	conf := &cobra.Command{Use: "configure-table NAME TABLE_NAME NAMESPACE.TABLE", Short: "Configure one of your tables in a collaboration, with its analysis rule",
 		Long: `Configure one of your tables in a collaboration under TABLE_NAME, the name
 its queries use. You must hold SELECT on the table without a data filter.
 --identifier is the column whose distinct values every output row must
 aggregate at least --min-identifiers of (rows below are suppressed);
 --join-key columns are what joins may match on, --dimension columns what
 queries may group by and filter with literals, --column columns what SUM
-and AVG may take (COUNT takes any of them).`,
+and AVG may take (COUNT takes any of them).
+
+--analysis-rule list: queries list the --column columns of rows that
+match, on the join keys, rows of another member's table (no aggregates,
+identifiers and join keys never output, no threshold).
+--analysis-rule custom: only the collaboration's approved query templates
+read the table (floe cleanroom template).`,
 		Example: `  floe cleanroom configure-table overlap customers retail.customers \
     --identifier customer_id --join-key email_hash --dimension segment --min-identifiers 3`,
 		Args: cobra.ExactArgs(3)}
 	fcl := bindAPIClient(conf.Flags(), getenv, DefaultURL, connHelp)
 	fwh := conf.Flags().String("warehouse", "", "warehouse of the table (default the server's)")
-	fid := conf.Flags().String("identifier", "", "the identifier column (required)")
-	fmin := conf.Flags().Int("min-identifiers", 0, "minimum distinct identifiers behind every output row, at least 2 (required)")
+	frule := conf.Flags().String("analysis-rule", "aggregation", "aggregation, list or custom")
+	fid := conf.Flags().String("identifier", "", "the identifier column (required by the aggregation rule)")
+	fmin := conf.Flags().Int("min-identifiers", 0, "minimum distinct identifiers behind every output row, at least 2 (required by the aggregation rule)")
 	fkeys := conf.Flags().StringSlice("join-key", nil, "a column joins may match on (repeat)")
 	fdims := conf.Flags().StringSlice("dimension", nil, "a column queries may group by and filter on (repeat)")
 	fcols := conf.Flags().StringSlice("column", nil, "a column SUM and AVG may take (repeat)")
@@ -136,7 +143,7 @@ and AVG may take (COUNT takes any of them).`,
 		if i <= 0 || i == len(args[2])-1 {
 			return fmt.Errorf("%q: give the table as NAMESPACE.TABLE", args[2])
 		}
-		req := mgmtapi.ConfigureTableRequest{Warehouse: *fwh, Namespace: catalog.Namespace(strings.Split(args[2][:i], ".")), Table: args[2][i+1:],
+		req := mgmtapi.ConfigureTableRequest{Warehouse: *fwh, AnalysisRule: *frule, Namespace: catalog.Namespace(strings.Split(args[2][:i], ".")), Table: args[2][i+1:],
 			Identifier: *fid, JoinKeys: *fkeys, Dimensions: *fdims, Columns: *fcols, Rule: cleanroom.AggregationRule{MinIdentifiers: *fmin, MaxContributions: *fbound}}
 		for _, r := range *franges {
 			col, lohi, ok1 := strings.Cut(r, "=")
@@ -154,6 +161,10 @@ and AVG may take (COUNT takes any of them).`,
 		var out cleanroom.Collaboration
 		if err := fcl.call(c.Context(), "PUT", cleanroomPath(args[0], "tables", args[1]), req, &out); err != nil {
 			return err
+		}
+		if *frule != cleanroom.RuleAggregation {
+			fmt.Fprintf(stdout, "configured table %q of collaboration %q (%s rule)\n", args[1], out.Name, *frule)
+			return nil
 		}
 		fmt.Fprintf(stdout, "configured table %q of collaboration %q (at least %d distinct %s per output row)\n", args[1], out.Name, *fmin, *fid)
 		return nil

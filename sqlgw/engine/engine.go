@@ -539,9 +539,12 @@ type selectStmt struct {
 	// privacy (dp.go); charged and remaining are its last execution's
 	// charge of the privacy budget and what remained (remaining is nil
 	// when the budget was not read).
-	dp        *dpPlan
-	charged   float64
-	remaining *float64
+	dp *dpPlan
+	// roomHidden is how many columns the clean-room rewrite appended
+	// (the threshold test; none for a list).
+	roomHidden int
+	charged    float64
+	remaining  *float64
 
 	stmt     *duckdb.Stmt
 	query    string // the rewritten query stmt was prepared from
@@ -571,7 +574,11 @@ func (st *selectStmt) plan(ctx context.Context) (err error) {
 	}
 	var a *analysis
 	if st.room != "" {
-		a, st.dp, err = ss.analyzeRoom(ctx, st.room, stmt)
+		var c *roomCheck
+		a, c, err = ss.analyzeRoom(ctx, st.room, stmt)
+		if c != nil {
+			st.dp, st.roomHidden = c.dp, c.hidden()
+		}
 	} else {
 		a, err = ss.analyzeViews(ctx, stmt, "")
 	}
@@ -693,7 +700,7 @@ func (st *selectStmt) hidden() int {
 	case st.dp != nil:
 		return st.dp.hidden
 	}
-	return 1
+	return st.roomHidden
 }
 
 // sameShape reports whether two result descriptions have the same column
