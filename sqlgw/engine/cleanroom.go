@@ -37,6 +37,9 @@ type CleanRooms interface {
 	// query and returns what remains; floe.Forbidden (naming what
 	// remains) when it would overspend.
 	Charge(ctx context.Context, name string, epsilon float64) (float64, error)
+	// Budget returns the collaboration's privacy budget as now (every
+	// member reads it); floe.NotFound when it has none.
+	Budget(ctx context.Context, sub authz.Subject, name string) (cleanroom.Budget, error)
 }
 
 // collaborationSetting is the session setting naming the collaboration.
