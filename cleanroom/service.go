@@ -74,8 +74,10 @@ type Options struct {
 	// Budgets keeps privacy budgets (nil: differential privacy is
 	// unavailable, its queries refused).
 	Budgets Budgets
-	Log     *slog.Logger
-	Now     func() time.Time
+	// Templates keeps query templates (nil: custom rules are unavailable).
+	Templates TemplateStore
+	Log       *slog.Logger
+	Now       func() time.Time
 	// MaxCollaborations bounds the server's collaborations (default
 	// MaxCollaborations).
 	MaxCollaborations int
