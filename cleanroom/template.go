@@ -135,7 +135,6 @@ func (s *Service) templates() (TemplateStore, error) {
 	return s.o.Templates, nil
 }
 
-
 // AddTemplate adds a template to a collaboration: any member may propose
 // one, which counts as its approval; the members it allows must be
 // members.
