@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -169,5 +170,106 @@ func TestAnalysisRuleValidation(t *testing.T) {
 				t.Fatalf("Validate() = %v, want ok %v", err, tc.ok)
 			}
 		})
+	}
+}
+
+// TestCustomRuleTemplates: under the custom rule only approved templates
+// read the tables. The retailer adds a template listing the campaigns
+// that reached customers of a segment; it does not run until the
+// advertiser (owner of the other table) approves it; then the advertiser
+// runs it with a parameter and gets what the same SQL gives the
+// administrator over the real tables; a value that looks like SQL stays a
+// value. Raw SQL on the tables, a member the template does not allow, an
+// unknown template and a wrongly typed argument are refused. Under
+// differential privacy an aggregation template is charged to the budget.
+func TestCustomRuleTemplates(t *testing.T) {
+	ctx := context.Background()
+	r := startRulesRoom(t, cleanroom.RuleCustom)
+	m := r.member(t)
+	const q = "SELECT DISTINCT e.campaign FROM customers c JOIN exposures e ON c.email = e.email WHERE c.segment = $segment ORDER BY 1"
+	if _, err := r.svc.AddTemplate(ctx, r.retailer, "lists", cleanroom.Template{Name: "campaigns_by_segment", SQL: q,
+		Params: []cleanroom.TemplateParam{{Name: "segment", Type: cleanroom.ParamVarchar}}, AllowedMembers: []string{"advertiser"}}); err != nil {
+		t.Fatal(err)
+	}
+	run := "EXECUTE TEMPLATE campaigns_by_segment (segment => 'silver')"
+	if _, err := m.Exec(ctx, run); !isDenied(err, `not approved by "advertiser"`) {
+		t.Fatalf("before the advertiser's approval: %v", err)
+	}
+	if _, err := r.svc.ApproveTemplate(ctx, r.advertiser, "lists", "campaigns_by_segment"); err != nil {
+		t.Fatal(err)
+	}
+	got := strings1(t, m, run)
+	want := strings1(t, r.admin, "SELECT DISTINCT e.campaign FROM retail.customers c JOIN ads.exposures e ON c.email = e.email WHERE c.segment = 'silver' ORDER BY 1")
+	if !slices.Equal(got, want) || !slices.Equal(got, []string{"spring"}) {
+		t.Fatalf("template %v, reference %v", got, want)
+	}
+	if got := strings1(t, m, "EXECUTE TEMPLATE campaigns_by_segment (segment => 'silver'' OR ''1''=''1')"); len(got) != 0 {
+		t.Fatalf("an injected value matched rows: %v", got)
+	}
+	for _, tc := range []struct{ sql, code, contains string }{
+		{"SELECT DISTINCT e.campaign FROM customers c JOIN exposures e ON c.email = e.email", "42501", "approved templates read it"},
+		{"EXECUTE TEMPLATE nope (segment => 'gold')", "42501", "may not run it"},
+		{"EXECUTE TEMPLATE campaigns_by_segment (segment => 1)", "22023", "must be a 'string'"},
+		{"EXECUTE TEMPLATE campaigns_by_segment", "42P02", "missing"},
+	} {
+		if _, err := m.Exec(ctx, tc.sql); !hasCode(err, tc.code, tc.contains) {
+			t.Errorf("%s: %v, want %s %q", tc.sql, err, tc.code, tc.contains)
+		}
+	}
+	// The retailer is a member but the template does not allow it.
+	rc := connectT(t, r.f, "retailer", r.retailerTok)
+	if _, err := rc.Exec(ctx, "SET floe.collaboration = 'lists'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.Exec(ctx, run); !isDenied(err, "may not run it") {
+		t.Fatalf("a member the template does not allow: %v", err)
+	}
+	// Outside a collaboration.
+	if _, err := connectT(t, r.f, "advertiser", r.advTok).Exec(ctx, run); !hasCode(err, "42704", "SET floe.collaboration") {
+		t.Fatalf("outside a collaboration: %v", err)
+	}
+
+	// Differential privacy: the tables declare an identifier threshold and
+	// dimensions; a listing template is refused, an aggregation template
+	// runs, noised, and is charged.
+	for _, c := range []struct {
+		by authz.Subject
+		t  cleanroom.ConfiguredTable
+	}{
+		{r.retailer, cleanroom.ConfiguredTable{Name: "customers", Warehouse: r.f.Warehouse, Namespace: catalog.Namespace{"retail"}, Table: "customers",
+			AnalysisRule: cleanroom.RuleCustom, JoinKeys: []string{"email"}, Dimensions: []string{"segment"}, Identifier: "customer_id", Rule: cleanroom.AggregationRule{MinIdentifiers: 2}}},
+		{r.advertiser, cleanroom.ConfiguredTable{Name: "exposures", Warehouse: r.f.Warehouse, Namespace: catalog.Namespace{"ads"}, Table: "exposures",
+			AnalysisRule: cleanroom.RuleCustom, JoinKeys: []string{"email"}, Dimensions: []string{"campaign"}, Identifier: "user_id", Rule: cleanroom.AggregationRule{MinIdentifiers: 2}}},
+	} {
+		if _, err := r.svc.ConfigureTable(ctx, c.by, "lists", c.t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.svc.SetPrivacy(ctx, r.retailer, "lists", &cleanroom.Privacy{Mechanism: cleanroom.Laplace, Epsilon: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.SetBudget(ctx, r.retailer, "lists", 2, 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Exec(ctx, run); !isDenied(err, "differential privacy") && !isDenied(err, "clean room rule") {
+		t.Fatalf("a listing template under DP: %v", err)
+	}
+	if _, err := r.svc.AddTemplate(ctx, r.advertiser, "lists", cleanroom.Template{Name: "reach",
+		SQL:    "SELECT e.campaign, count(DISTINCT c.customer_id) AS customers FROM customers c JOIN exposures e ON c.email = e.email WHERE c.segment <> $segment GROUP BY e.campaign",
+		Params: []cleanroom.TemplateParam{{Name: "segment", Type: cleanroom.ParamVarchar}}, AllowedMembers: []string{"advertiser"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.ApproveTemplate(ctx, r.retailer, "lists", "reach"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Exec(ctx, "EXECUTE TEMPLATE reach (segment => 'none')"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := r.svc.Budget(ctx, r.advertiser, "lists"); err != nil || b.Spent != 0.5 {
+		t.Fatalf("after one DP template run: %+v %v", b, err)
+	}
+	log, err := r.svc.Log(ctx, r.retailer, "lists", 1)
+	if err != nil || len(log) != 1 || log[0].SQL != "EXECUTE TEMPLATE reach (segment => 'none')" || log[0].Epsilon != 0.5 {
+		t.Fatalf("query log: %+v %v", log, err)
 	}
 }

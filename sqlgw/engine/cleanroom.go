@@ -37,6 +37,9 @@ type CleanRooms interface {
 	// query and returns what remains; floe.Forbidden (naming what
 	// remains) when it would overspend.
 	Charge(ctx context.Context, name string, epsilon float64) (float64, error)
+	// RunTemplate returns a template of the collaboration sub may run;
+	// floe.Forbidden when it may not (or there is none).
+	RunTemplate(ctx context.Context, sub authz.Subject, name, template string) (cleanroom.Template, error)
 	// Budget returns the collaboration's privacy budget as now (every
 	// member reads it); floe.NotFound when it has none.
 	Budget(ctx context.Context, sub authz.Subject, name string) (cleanroom.Budget, error)
@@ -124,6 +127,14 @@ var scalars = setOf("+", "-", "*", "/", "round")
 // tables, unqualified columns are qualified, and the threshold column is
 // appended. It returns the tables it names.
 func checkRoom(stmt node, room *cleanroom.Room) (*roomCheck, error) {
+	return checkRoomWith(stmt, room, nil)
+}
+
+// checkRoomWith is checkRoom for a statement, or for the bound tree of
+// the template tmpl (template.go): a template reads custom-rule tables
+// approved by their owners; without differential privacy it is run as
+// approved, under it the aggregation checks apply and it is noised.
+func checkRoomWith(stmt node, room *cleanroom.Room, tmpl *cleanroom.Template) (*roomCheck, error) {
 	if err := scanRefused(stmt); err != nil {
 		return nil, err
 	}
@@ -148,13 +159,23 @@ func checkRoom(stmt node, room *cleanroom.Room) (*roomCheck, error) {
 			}
 		}
 	}
-	c := &roomCheck{room: room, alias: map[string]*roomTable{}, groups: map[string]bool{}, outputs: map[string]bool{}}
+	c := &roomCheck{room: room, alias: map[string]*roomTable{}, groups: map[string]bool{}, outputs: map[string]bool{}, template: tmpl != nil}
 	from, ok := sel["from_table"].(node)
 	if !ok || from["type"] == "EMPTY" || from["type"] == "EMPTY_FROM" {
 		return nil, ruleError(ruleTables, "a query reads the collaboration's configured tables")
 	}
 	if err := c.collectTables(from); err != nil {
 		return nil, err
+	}
+	if tmpl != nil {
+		if err := c.checkTemplateTables(tmpl); err != nil {
+			return nil, err
+		}
+		if room.Collaboration.Privacy == nil {
+			// Run as its owners approved it, on their configured columns.
+			c.rewrite(sel)
+			return c, nil
+		}
 	}
 	if err := c.checkJoins(from); err != nil {
 		return nil, err
@@ -926,7 +947,7 @@ func quoteIdents(cols []string) []string {
 // analyzeRoom checks a statement of a collaboration and analyzes the
 // rewritten tree: the configured tables are read with their owners'
 // rights, narrowed to their configured columns.
-func (ss *session) analyzeRoom(ctx context.Context, name string, stmt node) (*analysis, *roomCheck, error) {
+func (ss *session) analyzeRoom(ctx context.Context, name string, stmt node, tmpl *cleanroom.Template) (*analysis, *roomCheck, error) {
 	cr := ss.e.opts.CleanRooms
 	if cr == nil || ss.e.opts.Policies == nil {
 		return nil, nil, unsupported("clean rooms are not available on this SQL endpoint")
@@ -935,7 +956,7 @@ func (ss *session) analyzeRoom(ctx context.Context, name string, stmt node) (*an
 	if err != nil {
 		return nil, nil, roomRefusal(err)
 	}
-	c, err := checkRoom(stmt, room)
+	c, err := checkRoomWith(stmt, room, tmpl)
 	if err != nil {
 		return nil, nil, err
 	}

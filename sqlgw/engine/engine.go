@@ -26,6 +26,7 @@ import (
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/cleanroom"
 	"github.com/floe-lake/floe/sqlgw/pgwire"
 	"github.com/floe-lake/floe/sqlgw/viewrename"
 )
@@ -437,6 +438,24 @@ func (e *Engine) Prepare(ctx context.Context, s *pgwire.Session, sql string, par
 	if u, ok := parseUtility(sql); ok {
 		return ss.utility(u)
 	}
+	if call, ok, err := parseExecuteTemplate(sql); ok {
+		if err == nil && ss.room == "" {
+			err = &pgwire.Error{Code: pgwire.CodeUndefinedObject, Message: "EXECUTE TEMPLATE runs a template of a collaboration: SET floe.collaboration = 'name' first"}
+		}
+		failed := &selectStmt{ss: ss, text: sql, room: ss.room}
+		if err != nil {
+			ss.auditQuery(ctx, failed, -1, err)
+			return nil, err
+		}
+		st := &selectStmt{ss: ss, text: sql, room: ss.room, template: &call}
+		if err := st.plan(ctx); err != nil {
+			ss.auditQuery(ctx, failed, -1, err)
+			return nil, failed.publicError(err)
+		}
+		st.pins.release()
+		st.pins = nil
+		return st, nil
+	}
 	if ss.room != "" && (ddlKeyword(sql) || dmlKeyword(sql) != 0) {
 		err := ruleError(ruleStatement, "only queries run in a collaboration: %s statements are refused (RESET %s to leave it)",
 			strings.ToUpper(firstWord(sql)), collaborationSetting)
@@ -543,8 +562,11 @@ type selectStmt struct {
 	// roomHidden is how many columns the clean-room rewrite appended
 	// (the threshold test; none for a list).
 	roomHidden int
-	charged    float64
-	remaining  *float64
+	// template is the EXECUTE TEMPLATE call the statement runs (nil for
+	// a query): its tree is the template's, bound, at every plan.
+	template  *templateCall
+	charged   float64
+	remaining *float64
 
 	stmt     *duckdb.Stmt
 	query    string // the rewritten query stmt was prepared from
@@ -568,14 +590,24 @@ func (st *selectStmt) plan(ctx context.Context) (err error) {
 		defer func() { spans.End(span, err) }()
 	}
 	ss := st.ss
-	var stmt node
-	if err := unmarshalTree(st.tree, &stmt); err != nil {
+	var (
+		stmt node
+		tmpl *cleanroom.Template
+	)
+	if st.template != nil {
+		// Fetched and bound at every plan: a template removed, or no
+		// longer allowed, stops running.
+		stmt, tmpl, st.tree, err = ss.templateTree(ctx, st.room, st.template)
+		if err != nil {
+			return err
+		}
+	} else if err := unmarshalTree(st.tree, &stmt); err != nil {
 		return err
 	}
 	var a *analysis
 	if st.room != "" {
 		var c *roomCheck
-		a, c, err = ss.analyzeRoom(ctx, st.room, stmt)
+		a, c, err = ss.analyzeRoom(ctx, st.room, stmt, tmpl)
 		if c != nil {
 			st.dp, st.roomHidden = c.dp, c.hidden()
 		}
