@@ -29,7 +29,7 @@ func cleanroomPath(name string, rest ...string) string {
 }
 
 func cleanroomCmd(stdout io.Writer, getenv func(string) string) *cobra.Command {
-	cmd := &cobra.Command{Use: "cleanroom", Short: "Clean rooms: collaborations that analyse combined data under aggregation rules (docs/cleanrooms.md)"}
+	cmd := &cobra.Command{Use: "cleanroom", Short: "Clean rooms: collaborations that analyse combined data under aggregation, list and custom rules (docs/cleanrooms.md)"}
 
 	create := &cobra.Command{Use: "create NAME", Short: "Create a collaboration, with you as creator and first member", Args: cobra.ExactArgs(1),
 		Example: `  floe cleanroom create overlap --member advertiser --description "customers seen in campaigns"`}
@@ -258,6 +258,101 @@ read the table (floe cleanroom template).`,
 		return nil
 	}
 
-	cmd.AddCommand(create, list, show, add, conf, logc, drop, priv, budget)
+	cmd.AddCommand(create, list, show, add, conf, logc, drop, priv, budget, templateCmd(stdout, getenv))
 	return cmd
+}
+
+// templateCmd is floe cleanroom template: the query templates of the
+// custom analysis rule.
+func templateCmd(stdout io.Writer, getenv func(string) string) *cobra.Command {
+	cmd := &cobra.Command{Use: "template", Short: "Query templates of a collaboration's custom-rule tables: add, list, approve, remove"}
+
+	add := &cobra.Command{Use: "add NAME TEMPLATE", Short: "Add a query template (counts as your approval)", Args: cobra.ExactArgs(2),
+		Long: `Add a query template to a collaboration: one SELECT over its custom-rule
+tables, with named parameters written $name and declared with --param
+NAME:TYPE (varchar, bigint, double, boolean, date). The members given with
+--allow run it on the SQL endpoint:
+
+  SET floe.collaboration = 'NAME';
+  EXECUTE TEMPLATE TEMPLATE (param => 'value', ...);
+
+It runs once the owner of every custom-rule table it reads approved it
+(floe cleanroom template approve).`,
+		Example: `  floe cleanroom template add overlap campaigns_by_segment --allow advertiser --param segment:varchar \
+    --sql "SELECT DISTINCT e.campaign FROM customers c JOIN exposures e ON c.email = e.email WHERE c.segment = \$segment"`}
+	acl := bindAPIClient(add.Flags(), getenv, DefaultURL, connHelp)
+	asql := add.Flags().String("sql", "", "the template's SELECT, $name for a parameter (required)")
+	aparams := add.Flags().StringSlice("param", nil, "a parameter as NAME:TYPE (repeat)")
+	aallow := add.Flags().StringSlice("allow", nil, "a member who may run it (repeat; at least one)")
+	add.RunE = func(c *cobra.Command, args []string) error {
+		req := mgmtapi.TemplateRequest{Name: args[1], SQL: *asql, AllowedMembers: *aallow}
+		for _, p := range *aparams {
+			name, typ, ok := strings.Cut(p, ":")
+			if !ok {
+				return fmt.Errorf("--param %q: give NAME:TYPE", p)
+			}
+			req.Params = append(req.Params, cleanroom.TemplateParam{Name: name, Type: typ})
+		}
+		var out cleanroom.Template
+		if err := acl.call(c.Context(), "POST", cleanroomPath(args[0], "templates"), req, &out); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "added template %q to collaboration %q (approved by %s)\n", out.Name, args[0], approvers(out))
+		return nil
+	}
+
+	list := &cobra.Command{Use: "list NAME", Short: "List a collaboration's query templates (every member)", Args: cobra.ExactArgs(1)}
+	lcl := bindAPIClient(list.Flags(), getenv, DefaultURL, connHelp)
+	ljson := list.Flags().Bool("json", false, "print JSON")
+	list.RunE = func(c *cobra.Command, args []string) error {
+		var ls mgmtapi.TemplateList
+		if err := lcl.call(c.Context(), "GET", cleanroomPath(args[0], "templates"), nil, &ls); err != nil {
+			return err
+		}
+		if *ljson {
+			return printJSON(stdout, ls)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TEMPLATE\tAUTHOR\tALLOWED\tAPPROVED BY\tPARAMS\tSQL")
+		for _, t := range ls.Templates {
+			var params []string
+			for _, p := range t.Params {
+				params = append(params, p.Name+":"+p.Type)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.CreatedBy, strings.Join(t.AllowedMembers, ","), approvers(t),
+				strings.Join(params, ","), strings.Join(strings.Fields(t.SQL), " "))
+		}
+		return tw.Flush()
+	}
+
+	approve := &cobra.Command{Use: "approve NAME TEMPLATE", Short: "Approve a query template (the owners of the tables it reads)", Args: cobra.ExactArgs(2)}
+	pcl := bindAPIClient(approve.Flags(), getenv, DefaultURL, connHelp)
+	approve.RunE = func(c *cobra.Command, args []string) error {
+		var out cleanroom.Template
+		if err := pcl.call(c.Context(), "POST", cleanroomPath(args[0], "templates", args[1], "approvals"), nil, &out); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "approved template %q of collaboration %q (approved by %s)\n", out.Name, args[0], approvers(out))
+		return nil
+	}
+
+	remove := &cobra.Command{Use: "remove NAME TEMPLATE", Short: "Remove a query template (its author or the collaboration's creator)", Args: cobra.ExactArgs(2)}
+	rcl := bindAPIClient(remove.Flags(), getenv, DefaultURL, connHelp)
+	remove.RunE = func(c *cobra.Command, args []string) error {
+		if err := rcl.call(c.Context(), "DELETE", cleanroomPath(args[0], "templates", args[1]), nil, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "removed template %q of collaboration %q\n", args[1], args[0])
+		return nil
+	}
+	cmd.AddCommand(add, list, approve, remove)
+	return cmd
+}
+
+func approvers(t cleanroom.Template) string {
+	var out []string
+	for _, a := range t.Approvals {
+		out = append(out, a.Member)
+	}
+	return strings.Join(out, ", ")
 }
