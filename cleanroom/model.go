@@ -14,6 +14,11 @@
 // and the service that stores collaborations and their query logs. It
 // knows nothing of HTTP or the SQL wire protocol.
 //
+// Besides the aggregation rule, a configured table may have the list rule
+// (its columns listed for rows matching another member's table on the
+// join keys, no threshold) or the custom rule (read only by approved
+// query templates, template.go).
+//
 // Differential privacy (Privacy on the collaboration, row bounds and
 // clamping ranges on the rules) adds calibrated noise to every aggregate
 // in the engine, and a privacy budget (Budget, budget.go) charged per
