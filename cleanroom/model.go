@@ -424,6 +424,9 @@ func (t *ConfiguredTable) Validate() error {
 		return invalid("configured table %q: the identifier %q cannot be a dimension (it would be output row by row)", t.Name, t.Identifier)
 	}
 	if t.Identifier != "" && slices.Contains(t.Columns, t.Identifier) {
+		if t.Kind() == RuleList {
+			return invalid("configured table %q: the identifier %q cannot be a list column (raw identifiers are never listed)", t.Name, t.Identifier)
+		}
 		return invalid("configured table %q: the identifier %q cannot be summed or averaged; COUNT(DISTINCT) takes it without listing it in columns", t.Name, t.Identifier)
 	}
 	for _, k := range t.JoinKeys {
