@@ -280,3 +280,57 @@ func isDenied(err error, contains string) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "42501" && strings.Contains(pe.Message, contains)
 }
+
+// TestShowPrivacyBudget: SHOW floe.privacy_budget in a collaboration is a
+// result set with the mechanism, the per-query charge, the budget, what
+// remains and when it refreshes; it drops by the charge after a DP query.
+// Outside a collaboration, and for a collaboration without a budget, it
+// is an error (42704).
+func TestShowPrivacyBudget(t *testing.T) {
+	ctx := context.Background()
+	r := startDPRoom(t)
+	outside := connectT(t, r.f, "advertiser", r.tok)
+	if _, err := outside.Exec(ctx, "SHOW floe.privacy_budget"); !hasCode(err, "42704", "SET floe.collaboration") {
+		t.Fatalf("outside a collaboration: %v", err)
+	}
+	if _, err := r.member.Exec(ctx, "SHOW floe.privacy_budget"); !hasCode(err, "42704", "no privacy budget") {
+		t.Fatalf("without a budget: %v", err)
+	}
+	if _, err := r.svc.SetPrivacy(ctx, r.retailer, "overlap", &cleanroom.Privacy{Mechanism: cleanroom.Gaussian, Epsilon: 0.25, Delta: 1e-5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.SetBudget(ctx, r.retailer, "overlap", 1, 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	type budget struct {
+		collab, mech            string
+		eps, delta              *float64
+		total, spent, remaining float64
+		period                  string
+		start, refresh          time.Time
+	}
+	show := func() budget {
+		var b budget
+		if err := r.member.QueryRow(ctx, "SHOW floe.privacy_budget").Scan(&b.collab, &b.mech, &b.eps, &b.delta, &b.total, &b.spent, &b.remaining,
+			&b.period, &b.start, &b.refresh); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b := show()
+	if b.collab != "overlap" || b.mech != "gaussian" || b.eps == nil || *b.eps != 0.25 || b.delta == nil || *b.delta != 1e-5 ||
+		b.total != 1 || b.spent != 0 || b.remaining != 1 || b.period != "24h0m0s" || !b.refresh.Equal(b.start.Add(24*time.Hour)) {
+		t.Fatalf("before a query: %+v", b)
+	}
+	if _, err := r.member.Exec(ctx, "SELECT e.campaign, count(*) FROM customers c JOIN exposures e ON c.email = e.email GROUP BY e.campaign"); err != nil {
+		t.Fatal(err)
+	}
+	if a := show(); a.spent != 0.25 || a.remaining != 0.75 || !a.start.Equal(b.start) {
+		t.Fatalf("after a query charged 0.25: %+v", a)
+	}
+}
+
+func hasCode(err error, code, contains string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code && strings.Contains(pe.Message, contains)
+}

@@ -14,6 +14,11 @@
 // and the service that stores collaborations and their query logs. It
 // knows nothing of HTTP or the SQL wire protocol.
 //
+// Besides the aggregation rule, a configured table may have the list rule
+// (its columns listed for rows matching another member's table on the
+// join keys, no threshold) or the custom rule (read only by approved
+// query templates, template.go).
+//
 // Differential privacy (Privacy on the collaboration, row bounds and
 // clamping ranges on the rules) adds calibrated noise to every aggregate
 // in the engine, and a privacy budget (Budget, budget.go) charged per
@@ -177,9 +182,36 @@ type ConfiguredTable struct {
 	// Identifier is the column whose distinct values the threshold counts
 	// (a customer or user id).
 	Identifier string `json:"identifier"`
-	// Rule is the analysis rule.
+	// AnalysisRule is the kind of analysis rule: RuleAggregation (""
+	// in definitions stored before list and custom rules), RuleList or
+	// RuleCustom.
+	AnalysisRule string `json:"analysis_rule,omitempty"`
+	// Rule is the aggregation rule's threshold and, under differential
+	// privacy, the row bound and ranges (aggregation and custom rules).
 	Rule    AggregationRule `json:"rule"`
 	AddedAt time.Time       `json:"added_at"`
+}
+
+// Kinds of analysis rules (ConfiguredTable.AnalysisRule).
+const (
+	// RuleAggregation allows aggregate queries only, each output row
+	// aggregating at least MinIdentifiers identifiers.
+	RuleAggregation = "aggregation"
+	// RuleList allows listing the Columns of rows that match, on the join
+	// keys, rows of another member's table: no aggregates, no identifiers
+	// or join keys output, no threshold.
+	RuleList = "list"
+	// RuleCustom allows only the collaboration's approved query templates
+	// to read the table.
+	RuleCustom = "custom"
+)
+
+// Kind is the table's analysis rule (RuleAggregation when unset).
+func (t ConfiguredTable) Kind() string {
+	if t.AnalysisRule == "" {
+		return RuleAggregation
+	}
+	return t.AnalysisRule
 }
 
 // AggregationRule is the aggregation analysis rule: only aggregate
@@ -221,10 +253,13 @@ func (t ConfiguredTable) Allowed(col string) bool {
 }
 
 // AllColumns are the columns a query may name, in a stable order: the
-// identifier, then the join keys, dimensions and columns, without
+// identifier (when set), then the join keys, dimensions and columns, without
 // duplicates.
 func (t ConfiguredTable) AllColumns() []string {
-	out := []string{t.Identifier}
+	var out []string
+	if t.Identifier != "" {
+		out = append(out, t.Identifier)
+	}
 	for _, list := range [][]string{t.JoinKeys, t.Dimensions, t.Columns} {
 		for _, c := range list {
 			if !slices.Contains(out, c) {
@@ -340,11 +375,35 @@ func (t *ConfiguredTable) Validate() error {
 	if err := t.Ident().Validate(); err != nil {
 		return invalid("configured table %q: %v", t.Name, err)
 	}
-	if t.Identifier == "" {
-		return invalid("configured table %q: the identifier column is required (the threshold counts its distinct values)", t.Name)
-	}
-	if t.Rule.MinIdentifiers < 2 || t.Rule.MinIdentifiers > MaxMinIdentifiers {
-		return invalid("configured table %q: min_identifiers must be between 2 and %d", t.Name, MaxMinIdentifiers)
+	switch t.Kind() {
+	case RuleAggregation:
+		if t.Identifier == "" {
+			return invalid("configured table %q: the identifier column is required (the threshold counts its distinct values)", t.Name)
+		}
+		if t.Rule.MinIdentifiers < 2 || t.Rule.MinIdentifiers > MaxMinIdentifiers {
+			return invalid("configured table %q: min_identifiers must be between 2 and %d", t.Name, MaxMinIdentifiers)
+		}
+	case RuleList:
+		if t.Rule.MinIdentifiers != 0 || t.Rule.MaxContributions != 0 || len(t.Rule.Ranges) != 0 {
+			return invalid("configured table %q: the list rule takes no threshold, row bound or ranges (it lists matching rows by design)", t.Name)
+		}
+		if len(t.Dimensions) != 0 {
+			return invalid("configured table %q: the list rule takes no dimensions: its list columns are its columns", t.Name)
+		}
+		if len(t.Columns) == 0 || len(t.JoinKeys) == 0 {
+			return invalid("configured table %q: the list rule needs join keys and at least one list column", t.Name)
+		}
+		for _, c := range t.Columns {
+			if slices.Contains(t.JoinKeys, c) {
+				return invalid("configured table %q: join key %q cannot be a list column (raw identifiers are never listed)", t.Name, c)
+			}
+		}
+	case RuleCustom:
+		if t.Rule.MinIdentifiers != 0 && (t.Rule.MinIdentifiers < 2 || t.Rule.MinIdentifiers > MaxMinIdentifiers) {
+			return invalid("configured table %q: min_identifiers must be 0 (none) or between 2 and %d", t.Name, MaxMinIdentifiers)
+		}
+	default:
+		return invalid("configured table %q: analysis rule %q: use %q, %q or %q", t.Name, t.AnalysisRule, RuleAggregation, RuleList, RuleCustom)
 	}
 	for _, l := range []struct {
 		what string
@@ -361,10 +420,13 @@ func (t *ConfiguredTable) Validate() error {
 			seen[c] = true
 		}
 	}
-	if slices.Contains(t.Dimensions, t.Identifier) {
+	if t.Identifier != "" && slices.Contains(t.Dimensions, t.Identifier) {
 		return invalid("configured table %q: the identifier %q cannot be a dimension (it would be output row by row)", t.Name, t.Identifier)
 	}
-	if slices.Contains(t.Columns, t.Identifier) {
+	if t.Identifier != "" && slices.Contains(t.Columns, t.Identifier) {
+		if t.Kind() == RuleList {
+			return invalid("configured table %q: the identifier %q cannot be a list column (raw identifiers are never listed)", t.Name, t.Identifier)
+		}
 		return invalid("configured table %q: the identifier %q cannot be summed or averaged; COUNT(DISTINCT) takes it without listing it in columns", t.Name, t.Identifier)
 	}
 	for _, k := range t.JoinKeys {

@@ -74,8 +74,10 @@ type Options struct {
 	// Budgets keeps privacy budgets (nil: differential privacy is
 	// unavailable, its queries refused).
 	Budgets Budgets
-	Log     *slog.Logger
-	Now     func() time.Time
+	// Templates keeps query templates (nil: custom rules are unavailable).
+	Templates TemplateStore
+	Log       *slog.Logger
+	Now       func() time.Time
 	// MaxCollaborations bounds the server's collaborations (default
 	// MaxCollaborations).
 	MaxCollaborations int
@@ -268,6 +270,9 @@ func (s *Service) AddMember(ctx context.Context, sub authz.Subject, name, princi
 func (s *Service) ConfigureTable(ctx context.Context, sub authz.Subject, name string, t ConfiguredTable) (Collaboration, error) {
 	t.Owner, t.OwnerID = sub.Principal, sub.PrincipalID
 	t.AddedAt = s.o.Now().UTC()
+	if t.AnalysisRule == "" {
+		t.AnalysisRule = RuleAggregation
+	}
 	if t.Columns == nil {
 		t.Columns = []string{}
 	}

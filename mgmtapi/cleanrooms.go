@@ -27,6 +27,23 @@ type CleanRooms interface {
 	SetPrivacy(ctx context.Context, sub authz.Subject, name string, p *cleanroom.Privacy) (cleanroom.Collaboration, error)
 	SetBudget(ctx context.Context, sub authz.Subject, name string, epsilon float64, period time.Duration) (cleanroom.Budget, error)
 	Budget(ctx context.Context, sub authz.Subject, name string) (cleanroom.Budget, error)
+	AddTemplate(ctx context.Context, sub authz.Subject, collab string, t cleanroom.Template) (cleanroom.Template, error)
+	ApproveTemplate(ctx context.Context, sub authz.Subject, collab, name string) (cleanroom.Template, error)
+	Templates(ctx context.Context, sub authz.Subject, collab string) ([]cleanroom.Template, error)
+	RemoveTemplate(ctx context.Context, sub authz.Subject, collab, name string) error
+}
+
+// TemplateRequest is the body of POST /cleanrooms/{name}/templates.
+type TemplateRequest struct {
+	Name           string                    `json:"name"`
+	SQL            string                    `json:"sql"`
+	Params         []cleanroom.TemplateParam `json:"params,omitempty"`
+	AllowedMembers []string                  `json:"allowed_members"`
+}
+
+// TemplateList is the answer of GET /cleanrooms/{name}/templates.
+type TemplateList struct {
+	Templates []cleanroom.Template `json:"templates"`
 }
 
 // PrivacyRequest is the body of PUT /cleanrooms/{name}/privacy: the
@@ -60,14 +77,16 @@ type AddMemberRequest struct {
 // /cleanrooms/{name}/tables/{table}: the caller's table and its rule.
 type ConfigureTableRequest struct {
 	// Warehouse defaults to the server's.
-	Warehouse  string                    `json:"warehouse,omitempty"`
-	Namespace  catalog.Namespace         `json:"namespace"`
-	Table      string                    `json:"table"`
-	Columns    []string                  `json:"columns,omitempty"`
-	JoinKeys   []string                  `json:"join_keys,omitempty"`
-	Dimensions []string                  `json:"dimensions,omitempty"`
-	Identifier string                    `json:"identifier"`
-	Rule       cleanroom.AggregationRule `json:"rule"`
+	Warehouse string `json:"warehouse,omitempty"`
+	// AnalysisRule is aggregation (default), list or custom.
+	AnalysisRule string                    `json:"analysis_rule,omitempty"`
+	Namespace    catalog.Namespace         `json:"namespace"`
+	Table        string                    `json:"table"`
+	Columns      []string                  `json:"columns,omitempty"`
+	JoinKeys     []string                  `json:"join_keys,omitempty"`
+	Dimensions   []string                  `json:"dimensions,omitempty"`
+	Identifier   string                    `json:"identifier"`
+	Rule         cleanroom.AggregationRule `json:"rule"`
 }
 
 // QueryLog is the answer of GET /cleanrooms/{name}/queries.
@@ -89,6 +108,10 @@ func (h *Handler) cleanroomRoutes() []route {
 		{"PUT", p + "/{name}/privacy", cleanroom.ActionPrivacy, h.withCleanRooms(h.setPrivacy)},
 		{"GET", p + "/{name}/budget", "", h.withCleanRooms(h.getBudget)},
 		{"PUT", p + "/{name}/budget", cleanroom.ActionBudget, h.withCleanRooms(h.setBudget)},
+		{"GET", p + "/{name}/templates", "", h.withCleanRooms(h.listTemplates)},
+		{"POST", p + "/{name}/templates", cleanroom.ActionTemplateAdd, h.withCleanRooms(h.addTemplate)},
+		{"DELETE", p + "/{name}/templates/{template}", cleanroom.ActionTemplateRemove, h.withCleanRooms(h.removeTemplate)},
+		{"POST", p + "/{name}/templates/{template}/approvals", cleanroom.ActionTemplateApprove, h.withCleanRooms(h.approveTemplate)},
 	}
 }
 
@@ -171,9 +194,9 @@ func (h *Handler) configureTable(c *call, s CleanRooms) error {
 		req.Warehouse = h.opts.DefaultWarehouse
 	}
 	t := cleanroom.ConfiguredTable{Name: table, Warehouse: req.Warehouse, Namespace: req.Namespace, Table: req.Table,
-		Columns: req.Columns, JoinKeys: req.JoinKeys, Dimensions: req.Dimensions, Identifier: req.Identifier, Rule: req.Rule}
+		AnalysisRule: req.AnalysisRule, Columns: req.Columns, JoinKeys: req.JoinKeys, Dimensions: req.Dimensions, Identifier: req.Identifier, Rule: req.Rule}
 	c.resource = "cleanroom:" + name
-	c.note("collaboration", name, "configured_table", table, "table", t.String(), "min_identifiers", req.Rule.MinIdentifiers)
+	c.note("collaboration", name, "configured_table", table, "table", t.String(), "analysis_rule", t.AnalysisRule, "min_identifiers", req.Rule.MinIdentifiers)
 	out, err := s.ConfigureTable(c.ctx, c.sub, name, t)
 	if err != nil {
 		return err
@@ -244,6 +267,53 @@ func (h *Handler) setBudget(c *call, s CleanRooms) error {
 	c.resource = "cleanroom:" + name
 	c.note("collaboration", name, "epsilon", req.Epsilon, "period", period.String())
 	out, err := s.SetBudget(c.ctx, c.sub, name, req.Epsilon, period)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, out)
+}
+
+func (h *Handler) listTemplates(c *call, s CleanRooms) error {
+	ts, err := s.Templates(c.ctx, c.sub, c.r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	if ts == nil {
+		ts = []cleanroom.Template{}
+	}
+	return reply(c, http.StatusOK, TemplateList{Templates: ts})
+}
+
+func (h *Handler) addTemplate(c *call, s CleanRooms) error {
+	name := c.r.PathValue("name")
+	var req TemplateRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	c.resource = "cleanroom:" + name
+	c.note("collaboration", name, "template", req.Name, "allowed_members", req.AllowedMembers)
+	out, err := s.AddTemplate(c.ctx, c.sub, name, cleanroom.Template{Name: req.Name, SQL: req.SQL, Params: req.Params, AllowedMembers: req.AllowedMembers})
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusCreated, out)
+}
+
+func (h *Handler) removeTemplate(c *call, s CleanRooms) error {
+	name, tmpl := c.r.PathValue("name"), c.r.PathValue("template")
+	c.resource = "cleanroom:" + name
+	c.note("collaboration", name, "template", tmpl)
+	if err := s.RemoveTemplate(c.ctx, c.sub, name, tmpl); err != nil {
+		return err
+	}
+	return noContent(c)
+}
+
+func (h *Handler) approveTemplate(c *call, s CleanRooms) error {
+	name, tmpl := c.r.PathValue("name"), c.r.PathValue("template")
+	c.resource = "cleanroom:" + name
+	c.note("collaboration", name, "template", tmpl)
+	out, err := s.ApproveTemplate(c.ctx, c.sub, name, tmpl)
 	if err != nil {
 		return err
 	}

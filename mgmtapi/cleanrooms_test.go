@@ -166,3 +166,95 @@ func isCode(err error, code string) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == code
 }
+
+// TestCleanRoomTemplatesAPI: the template endpoints and the analysis_rule
+// field, each exchange validated against the OpenAPI document: tables
+// configured under the custom and list rules, a template added (bad
+// ones refused), listed with its approval, approved by the other owner,
+// run through the SQL endpoint, removed only by its author or the
+// creator; an outsider sees none of it.
+func TestCleanRoomTemplatesAPI(t *testing.T) {
+	e := newEnv(t)
+	f := e.f
+	sql := func(q string) {
+		t.Helper()
+		wantStatus(t, e.do(t, e.admin, "POST", "/api/v1/query", map[string]any{"sql": q}), 200)
+	}
+	sql("CREATE SCHEMA retail")
+	sql("CREATE SCHEMA ads")
+	sql("CREATE TABLE retail.customers (customer_id BIGINT, email VARCHAR, segment VARCHAR)")
+	sql("CREATE TABLE ads.exposures (user_id BIGINT, email VARCHAR, campaign VARCHAR)")
+	sql("INSERT INTO retail.customers VALUES (1, 'a', 'gold'), (2, 'b', 'silver')")
+	sql("INSERT INTO ads.exposures VALUES (11, 'a', 'spring'), (12, 'b', 'autumn')")
+	retailer, advertiser, outsider := f.PrincipalToken(t, "retailer"), f.PrincipalToken(t, "advertiser"), f.PrincipalToken(t, "outsider")
+	e.ok(t, 201, "POST", "/api/v1/grants", grantBody("principal", "retailer", "SELECT", tableOn("retail", "customers")))
+	e.ok(t, 201, "POST", "/api/v1/grants", grantBody("principal", "advertiser", "SELECT", tableOn("ads", "exposures")))
+	okAs := func(tok string, status int, method, path string, body any) []byte {
+		t.Helper()
+		r := e.do(t, tok, method, path, body)
+		if r.Status != status {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, r.Status, r.Body, status)
+		}
+		return r.Body
+	}
+	okAs(retailer, 201, "POST", "/api/v1/cleanrooms", map[string]any{"name": "tmpl", "members": []string{"advertiser"}})
+	wantErrorHas(t, e.do(t, retailer, "PUT", "/api/v1/cleanrooms/tmpl/tables/customers", map[string]any{"analysis_rule": "list",
+		"namespace": []string{"retail"}, "table": "customers", "join_keys": []string{"email"}, "columns": []string{"segment"}, "rule": map[string]any{"min_identifiers": 3}}),
+		400, "BadRequestException", "no threshold")
+	var collab cleanroom.Collaboration
+	if err := json.Unmarshal(okAs(retailer, 200, "PUT", "/api/v1/cleanrooms/tmpl/tables/customers", map[string]any{"analysis_rule": "custom",
+		"namespace": []string{"retail"}, "table": "customers", "join_keys": []string{"email"}, "columns": []string{"segment"}}), &collab); err != nil ||
+		collab.Tables[0].Kind() != cleanroom.RuleCustom {
+		t.Fatalf("configure custom: %+v %v", collab, err)
+	}
+	okAs(advertiser, 200, "PUT", "/api/v1/cleanrooms/tmpl/tables/exposures", map[string]any{"analysis_rule": "custom",
+		"namespace": []string{"ads"}, "table": "exposures", "join_keys": []string{"email"}, "columns": []string{"campaign"}})
+
+	const p = "/api/v1/cleanrooms/tmpl/templates"
+	body := map[string]any{"name": "campaigns", "sql": "SELECT e.campaign FROM customers c JOIN exposures e ON c.email = e.email WHERE c.segment = $segment",
+		"params": []map[string]any{{"name": "segment", "type": "varchar"}}, "allowed_members": []string{"advertiser"}}
+	wantErrorHas(t, e.do(t, outsider, "POST", p, body), 404, "NotFoundException", "not a member")
+	wantErrorHas(t, e.do(t, retailer, "POST", p, map[string]any{"name": "x", "sql": "SELECT 1", "allowed_members": []string{"outsider"}}), 400, "BadRequestException", "not a member")
+	wantErrorHas(t, e.do(t, retailer, "POST", p, map[string]any{"name": "x", "sql": "SELECT 1", "params": []map[string]any{{"name": "a", "type": "blob"}}, "allowed_members": []string{"advertiser"}}),
+		400, "BadRequestException", "type")
+	var tmpl cleanroom.Template
+	if err := json.Unmarshal(okAs(retailer, 201, "POST", p, body), &tmpl); err != nil || !tmpl.Approved("retailer") || tmpl.Approved("advertiser") || tmpl.Version != 1 {
+		t.Fatalf("add: %+v %v", tmpl, err)
+	}
+	wantErrorHas(t, e.do(t, retailer, "POST", p, body), 409, "AlreadyExistsException", "already has a template")
+	var ls mgmtapi.TemplateList
+	e.do(t, advertiser, "GET", p, nil).JSON(t, &ls)
+	if len(ls.Templates) != 1 || ls.Templates[0].Name != "campaigns" {
+		t.Fatalf("list: %+v", ls)
+	}
+	wantErrorHas(t, e.do(t, outsider, "GET", p, nil), 404, "NotFoundException", "not a member")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u := url.URL{Scheme: "postgres", User: url.UserPassword("advertiser", advertiser), Host: f.SQLAddr, Path: "/floe", RawQuery: "sslmode=disable"}
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SET floe.collaboration = 'tmpl'"); err != nil {
+		t.Fatal(err)
+	}
+	const run = "EXECUTE TEMPLATE campaigns (segment => 'gold')"
+	if _, err := conn.Exec(ctx, run); !isCode(err, "42501") {
+		t.Fatalf("before approval: %v", err)
+	}
+	if err := json.Unmarshal(okAs(advertiser, 200, "POST", p+"/campaigns/approvals", nil), &tmpl); err != nil || !tmpl.Approved("advertiser") || tmpl.Version != 2 {
+		t.Fatalf("approve: %+v %v", tmpl, err)
+	}
+	var campaign string
+	if err := conn.QueryRow(ctx, run).Scan(&campaign); err != nil || campaign != "spring" {
+		t.Fatalf("run: %q %v", campaign, err)
+	}
+	wantErrorHas(t, e.do(t, advertiser, "DELETE", p+"/campaigns", nil), 403, "ForbiddenException", "may not remove")
+	okAs(retailer, 204, "DELETE", p+"/campaigns", nil)
+	wantErrorHas(t, e.do(t, retailer, "DELETE", p+"/campaigns", nil), 404, "NotFoundException", "no template")
+	if _, err := conn.Exec(ctx, run); !isCode(err, "42501") {
+		t.Fatalf("after removal: %v", err)
+	}
+}

@@ -25,7 +25,7 @@ func (a *App) newCleanRooms() *cleanroom.Service {
 		return nil
 	}
 	return cleanroom.New(cleanroom.Options{
-		Store: a.store, Budgets: a.store, Policies: a.authz, Tables: cleanroomTables{a.cat}, Subject: a.productSubject, Log: a.log,
+		Store: a.store, Budgets: a.store, Templates: a.store, Policies: a.authz, Tables: cleanroomTables{a.cat}, Subject: a.productSubject, Log: a.log,
 	})
 }
 

@@ -29,7 +29,7 @@ func cleanroomPath(name string, rest ...string) string {
 }
 
 func cleanroomCmd(stdout io.Writer, getenv func(string) string) *cobra.Command {
-	cmd := &cobra.Command{Use: "cleanroom", Short: "Clean rooms: collaborations that analyse combined data under aggregation rules (docs/cleanrooms.md)"}
+	cmd := &cobra.Command{Use: "cleanroom", Short: "Clean rooms: collaborations that analyse combined data under aggregation, list and custom rules (docs/cleanrooms.md)"}
 
 	create := &cobra.Command{Use: "create NAME", Short: "Create a collaboration, with you as creator and first member", Args: cobra.ExactArgs(1),
 		Example: `  floe cleanroom create overlap --member advertiser --description "customers seen in campaigns"`}
@@ -91,9 +91,9 @@ func cleanroomCmd(stdout io.Writer, getenv func(string) string) *cobra.Command {
 		}
 		fmt.Fprintf(stdout, "members: %s\nresult receivers: %s\n", strings.Join(members, ", "), receivers)
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TABLE\tOWNER\tSOURCE\tIDENTIFIER\tMIN\tJOIN KEYS\tDIMENSIONS\tCOLUMNS")
+		fmt.Fprintln(tw, "TABLE\tOWNER\tSOURCE\tRULE\tIDENTIFIER\tMIN\tJOIN KEYS\tDIMENSIONS\tCOLUMNS")
 		for _, t := range x.Tables {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", t.Name, t.Owner, t, t.Identifier, t.Rule.MinIdentifiers,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", t.Name, t.Owner, t, t.Kind(), t.Identifier, t.Rule.MinIdentifiers,
 				strings.Join(t.JoinKeys, ","), strings.Join(t.Dimensions, ","), strings.Join(t.Columns, ","))
 		}
 		return tw.Flush()
@@ -111,21 +111,28 @@ func cleanroomCmd(stdout io.Writer, getenv func(string) string) *cobra.Command {
 		return nil
 	}
 
-	conf := &cobra.Command{Use: "configure-table NAME TABLE_NAME NAMESPACE.TABLE", Short: "Configure one of your tables in a collaboration, with its aggregation rule",
+	conf := &cobra.Command{Use: "configure-table NAME TABLE_NAME NAMESPACE.TABLE", Short: "Configure one of your tables in a collaboration, with its analysis rule",
 		Long: `Configure one of your tables in a collaboration under TABLE_NAME, the name
 its queries use. You must hold SELECT on the table without a data filter.
 --identifier is the column whose distinct values every output row must
 aggregate at least --min-identifiers of (rows below are suppressed);
 --join-key columns are what joins may match on, --dimension columns what
 queries may group by and filter with literals, --column columns what SUM
-and AVG may take (COUNT takes any of them).`,
+and AVG may take (COUNT takes any of them).
+
+--analysis-rule list: queries list the --column columns of rows that
+match, on the join keys, rows of another member's table (no aggregates,
+identifiers and join keys never output, no threshold).
+--analysis-rule custom: only the collaboration's approved query templates
+read the table (floe cleanroom template).`,
 		Example: `  floe cleanroom configure-table overlap customers retail.customers \
     --identifier customer_id --join-key email_hash --dimension segment --min-identifiers 3`,
 		Args: cobra.ExactArgs(3)}
 	fcl := bindAPIClient(conf.Flags(), getenv, DefaultURL, connHelp)
 	fwh := conf.Flags().String("warehouse", "", "warehouse of the table (default the server's)")
-	fid := conf.Flags().String("identifier", "", "the identifier column (required)")
-	fmin := conf.Flags().Int("min-identifiers", 0, "minimum distinct identifiers behind every output row, at least 2 (required)")
+	frule := conf.Flags().String("analysis-rule", "aggregation", "aggregation, list or custom")
+	fid := conf.Flags().String("identifier", "", "the identifier column (required by the aggregation rule)")
+	fmin := conf.Flags().Int("min-identifiers", 0, "minimum distinct identifiers behind every output row, at least 2 (required by the aggregation rule)")
 	fkeys := conf.Flags().StringSlice("join-key", nil, "a column joins may match on (repeat)")
 	fdims := conf.Flags().StringSlice("dimension", nil, "a column queries may group by and filter on (repeat)")
 	fcols := conf.Flags().StringSlice("column", nil, "a column SUM and AVG may take (repeat)")
@@ -136,7 +143,7 @@ and AVG may take (COUNT takes any of them).`,
 		if i <= 0 || i == len(args[2])-1 {
 			return fmt.Errorf("%q: give the table as NAMESPACE.TABLE", args[2])
 		}
-		req := mgmtapi.ConfigureTableRequest{Warehouse: *fwh, Namespace: catalog.Namespace(strings.Split(args[2][:i], ".")), Table: args[2][i+1:],
+		req := mgmtapi.ConfigureTableRequest{Warehouse: *fwh, AnalysisRule: *frule, Namespace: catalog.Namespace(strings.Split(args[2][:i], ".")), Table: args[2][i+1:],
 			Identifier: *fid, JoinKeys: *fkeys, Dimensions: *fdims, Columns: *fcols, Rule: cleanroom.AggregationRule{MinIdentifiers: *fmin, MaxContributions: *fbound}}
 		for _, r := range *franges {
 			col, lohi, ok1 := strings.Cut(r, "=")
@@ -154,6 +161,10 @@ and AVG may take (COUNT takes any of them).`,
 		var out cleanroom.Collaboration
 		if err := fcl.call(c.Context(), "PUT", cleanroomPath(args[0], "tables", args[1]), req, &out); err != nil {
 			return err
+		}
+		if *frule != cleanroom.RuleAggregation {
+			fmt.Fprintf(stdout, "configured table %q of collaboration %q (%s rule)\n", args[1], out.Name, *frule)
+			return nil
 		}
 		fmt.Fprintf(stdout, "configured table %q of collaboration %q (at least %d distinct %s per output row)\n", args[1], out.Name, *fmin, *fid)
 		return nil
@@ -247,6 +258,101 @@ and AVG may take (COUNT takes any of them).`,
 		return nil
 	}
 
-	cmd.AddCommand(create, list, show, add, conf, logc, drop, priv, budget)
+	cmd.AddCommand(create, list, show, add, conf, logc, drop, priv, budget, templateCmd(stdout, getenv))
 	return cmd
+}
+
+// templateCmd is floe cleanroom template: the query templates of the
+// custom analysis rule.
+func templateCmd(stdout io.Writer, getenv func(string) string) *cobra.Command {
+	cmd := &cobra.Command{Use: "template", Short: "Query templates of a collaboration's custom-rule tables: add, list, approve, remove"}
+
+	add := &cobra.Command{Use: "add NAME TEMPLATE", Short: "Add a query template (counts as your approval)", Args: cobra.ExactArgs(2),
+		Long: `Add a query template to a collaboration: one SELECT over its custom-rule
+tables, with named parameters written $name and declared with --param
+NAME:TYPE (varchar, bigint, double, boolean, date). The members given with
+--allow run it on the SQL endpoint:
+
+  SET floe.collaboration = 'NAME';
+  EXECUTE TEMPLATE TEMPLATE (param => 'value', ...);
+
+It runs once the owner of every custom-rule table it reads approved it
+(floe cleanroom template approve).`,
+		Example: `  floe cleanroom template add overlap campaigns_by_segment --allow advertiser --param segment:varchar \
+    --sql "SELECT DISTINCT e.campaign FROM customers c JOIN exposures e ON c.email = e.email WHERE c.segment = \$segment"`}
+	acl := bindAPIClient(add.Flags(), getenv, DefaultURL, connHelp)
+	asql := add.Flags().String("sql", "", "the template's SELECT, $name for a parameter (required)")
+	aparams := add.Flags().StringSlice("param", nil, "a parameter as NAME:TYPE (repeat)")
+	aallow := add.Flags().StringSlice("allow", nil, "a member who may run it (repeat; at least one)")
+	add.RunE = func(c *cobra.Command, args []string) error {
+		req := mgmtapi.TemplateRequest{Name: args[1], SQL: *asql, AllowedMembers: *aallow}
+		for _, p := range *aparams {
+			name, typ, ok := strings.Cut(p, ":")
+			if !ok {
+				return fmt.Errorf("--param %q: give NAME:TYPE", p)
+			}
+			req.Params = append(req.Params, cleanroom.TemplateParam{Name: name, Type: typ})
+		}
+		var out cleanroom.Template
+		if err := acl.call(c.Context(), "POST", cleanroomPath(args[0], "templates"), req, &out); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "added template %q to collaboration %q (approved by %s)\n", out.Name, args[0], approvers(out))
+		return nil
+	}
+
+	list := &cobra.Command{Use: "list NAME", Short: "List a collaboration's query templates (every member)", Args: cobra.ExactArgs(1)}
+	lcl := bindAPIClient(list.Flags(), getenv, DefaultURL, connHelp)
+	ljson := list.Flags().Bool("json", false, "print JSON")
+	list.RunE = func(c *cobra.Command, args []string) error {
+		var ls mgmtapi.TemplateList
+		if err := lcl.call(c.Context(), "GET", cleanroomPath(args[0], "templates"), nil, &ls); err != nil {
+			return err
+		}
+		if *ljson {
+			return printJSON(stdout, ls)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TEMPLATE\tAUTHOR\tALLOWED\tAPPROVED BY\tPARAMS\tSQL")
+		for _, t := range ls.Templates {
+			var params []string
+			for _, p := range t.Params {
+				params = append(params, p.Name+":"+p.Type)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.CreatedBy, strings.Join(t.AllowedMembers, ","), approvers(t),
+				strings.Join(params, ","), strings.Join(strings.Fields(t.SQL), " "))
+		}
+		return tw.Flush()
+	}
+
+	approve := &cobra.Command{Use: "approve NAME TEMPLATE", Short: "Approve a query template (the owners of the tables it reads)", Args: cobra.ExactArgs(2)}
+	pcl := bindAPIClient(approve.Flags(), getenv, DefaultURL, connHelp)
+	approve.RunE = func(c *cobra.Command, args []string) error {
+		var out cleanroom.Template
+		if err := pcl.call(c.Context(), "POST", cleanroomPath(args[0], "templates", args[1], "approvals"), nil, &out); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "approved template %q of collaboration %q (approved by %s)\n", out.Name, args[0], approvers(out))
+		return nil
+	}
+
+	remove := &cobra.Command{Use: "remove NAME TEMPLATE", Short: "Remove a query template (its author or the collaboration's creator)", Args: cobra.ExactArgs(2)}
+	rcl := bindAPIClient(remove.Flags(), getenv, DefaultURL, connHelp)
+	remove.RunE = func(c *cobra.Command, args []string) error {
+		if err := rcl.call(c.Context(), "DELETE", cleanroomPath(args[0], "templates", args[1]), nil, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "removed template %q of collaboration %q\n", args[1], args[0])
+		return nil
+	}
+	cmd.AddCommand(add, list, approve, remove)
+	return cmd
+}
+
+func approvers(t cleanroom.Template) string {
+	var out []string
+	for _, a := range t.Approvals {
+		out = append(out, a.Member)
+	}
+	return strings.Join(out, ", ")
 }

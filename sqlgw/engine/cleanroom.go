@@ -37,6 +37,12 @@ type CleanRooms interface {
 	// query and returns what remains; floe.Forbidden (naming what
 	// remains) when it would overspend.
 	Charge(ctx context.Context, name string, epsilon float64) (float64, error)
+	// RunTemplate returns a template of the collaboration sub may run;
+	// floe.Forbidden when it may not (or there is none).
+	RunTemplate(ctx context.Context, sub authz.Subject, name, template string) (cleanroom.Template, error)
+	// Budget returns the collaboration's privacy budget as now (every
+	// member reads it); floe.NotFound when it has none.
+	Budget(ctx context.Context, sub authz.Subject, name string) (cleanroom.Budget, error)
 }
 
 // collaborationSetting is the session setting naming the collaboration.
@@ -55,7 +61,7 @@ const roomWithheld = "the clean-room query failed while running (details withhel
 func ruleError(rule, format string, args ...any) error {
 	return &pgwire.Error{Code: pgwire.CodeInsufficientPrivilege,
 		Message: "clean room rule (" + rule + "): " + fmt.Sprintf(format, args...),
-		Hint:    "Queries in a collaboration may only aggregate (docs/cleanrooms.md)."}
+		Hint:    "Queries in a collaboration follow the analysis rules of the tables they read (docs/cleanrooms.md)."}
 }
 
 // The rules, as error messages name them.
@@ -89,6 +95,25 @@ type roomCheck struct {
 	sel     []any
 	// dp plans the noise when the collaboration's privacy is on (dp.go).
 	dp *dpPlan
+	// kind is the analysis rule of the tables the statement reads (one
+	// for all of them).
+	kind string
+	// template is set when the statement is an approved template's
+	// (template.go): custom-rule tables may be read.
+	template bool
+}
+
+// hidden is how many columns the rewrite appended: the threshold test
+// of an aggregation, or the hidden counts under differential privacy;
+// none for a list.
+func (c *roomCheck) hidden() int {
+	switch {
+	case c.dp != nil:
+		return c.dp.hidden
+	case c.kind == cleanroom.RuleAggregation:
+		return 1
+	}
+	return 0
 }
 
 // aggregates are the aggregate functions a query may output.
@@ -102,6 +127,14 @@ var scalars = setOf("+", "-", "*", "/", "round")
 // tables, unqualified columns are qualified, and the threshold column is
 // appended. It returns the tables it names.
 func checkRoom(stmt node, room *cleanroom.Room) (*roomCheck, error) {
+	return checkRoomWith(stmt, room, nil)
+}
+
+// checkRoomWith is checkRoom for a statement, or for the bound tree of
+// the template tmpl (template.go): a template reads custom-rule tables
+// approved by their owners; without differential privacy it is run as
+// approved, under it the aggregation checks apply and it is noised.
+func checkRoomWith(stmt node, room *cleanroom.Room, tmpl *cleanroom.Template) (*roomCheck, error) {
 	if err := scanRefused(stmt); err != nil {
 		return nil, err
 	}
@@ -126,7 +159,7 @@ func checkRoom(stmt node, room *cleanroom.Room) (*roomCheck, error) {
 			}
 		}
 	}
-	c := &roomCheck{room: room, alias: map[string]*roomTable{}, groups: map[string]bool{}, outputs: map[string]bool{}}
+	c := &roomCheck{room: room, alias: map[string]*roomTable{}, groups: map[string]bool{}, outputs: map[string]bool{}, template: tmpl != nil}
 	from, ok := sel["from_table"].(node)
 	if !ok || from["type"] == "EMPTY" || from["type"] == "EMPTY_FROM" {
 		return nil, ruleError(ruleTables, "a query reads the collaboration's configured tables")
@@ -134,8 +167,25 @@ func checkRoom(stmt node, room *cleanroom.Room) (*roomCheck, error) {
 	if err := c.collectTables(from); err != nil {
 		return nil, err
 	}
+	if tmpl != nil {
+		if err := c.checkTemplateTables(tmpl); err != nil {
+			return nil, err
+		}
+		if room.Collaboration.Privacy == nil {
+			// Run as its owners approved it, on their configured columns.
+			c.rewrite(sel)
+			return c, nil
+		}
+	}
 	if err := c.checkJoins(from); err != nil {
 		return nil, err
+	}
+	if c.kind == cleanroom.RuleList {
+		if err := c.checkList(sel); err != nil {
+			return nil, err
+		}
+		c.rewrite(sel)
+		return c, nil
 	}
 	if w, ok := sel["where_clause"].(node); ok {
 		if err := c.predicate(w); err != nil {
@@ -266,6 +316,14 @@ func (c *roomCheck) collectTables(n node) error {
 		}
 		if !empty(n["column_name_alias"]) || n["sample"] != nil {
 			return ruleError(ruleTables, "column aliases and samples of configured tables are not allowed")
+		}
+		switch kind := t.Kind(); {
+		case kind == cleanroom.RuleCustom && !c.template:
+			return ruleError(ruleTables, "configured table %q has the custom analysis rule: only the collaboration's approved templates read it (EXECUTE TEMPLATE)", t.Name)
+		case c.kind == "":
+			c.kind = kind
+		case kind != c.kind:
+			return ruleError(ruleTables, "configured table %q has the %s analysis rule, another table of the query the %s rule: a query reads tables of one analysis rule", t.Name, kind, c.kind)
 		}
 		alias, _ := n["alias"].(string)
 		if alias == "" {
@@ -451,6 +509,12 @@ func (c *roomCheck) dimension(n node, rule string) (string, error) {
 	t, col, err := c.column(n)
 	if err != nil {
 		return "", err
+	}
+	if t.t.Kind() == cleanroom.RuleList {
+		if !slices.Contains(t.t.Columns, col) {
+			return "", ruleError(rule, "column %s.%s is not a list column: identifiers and join keys are never output, filtered or ordered on", t.alias, col)
+		}
+		return t.alias + "\x00" + col, nil
 	}
 	if !slices.Contains(t.t.Dimensions, col) {
 		return "", ruleError(rule, "column %s.%s is not a dimension: identifiers, join keys and other columns may only be aggregated", t.alias, col)
@@ -797,7 +861,7 @@ func (c *roomCheck) rewrite(sel node) {
 		t.n["table_name"] = t.t.Table
 		t.n["qualified_name"] = node{"path": []any{t.t.Warehouse, ns, t.t.Table}}
 		t.n["alias"] = t.alias
-		if c.dp != nil {
+		if c.dp != nil || c.kind != cleanroom.RuleAggregation {
 			continue
 		}
 		tests = append(tests, node{
@@ -809,6 +873,9 @@ func (c *roomCheck) rewrite(sel node) {
 	}
 	if c.dp != nil {
 		sel["select_list"] = append(c.sel, c.dp.hiddenNodes...)
+		return
+	}
+	if len(tests) == 0 {
 		return
 	}
 	test := tests[0].(node)
@@ -880,7 +947,7 @@ func quoteIdents(cols []string) []string {
 // analyzeRoom checks a statement of a collaboration and analyzes the
 // rewritten tree: the configured tables are read with their owners'
 // rights, narrowed to their configured columns.
-func (ss *session) analyzeRoom(ctx context.Context, name string, stmt node) (*analysis, *dpPlan, error) {
+func (ss *session) analyzeRoom(ctx context.Context, name string, stmt node, tmpl *cleanroom.Template) (*analysis, *roomCheck, error) {
 	cr := ss.e.opts.CleanRooms
 	if cr == nil || ss.e.opts.Policies == nil {
 		return nil, nil, unsupported("clean rooms are not available on this SQL endpoint")
@@ -889,7 +956,7 @@ func (ss *session) analyzeRoom(ctx context.Context, name string, stmt node) (*an
 	if err != nil {
 		return nil, nil, roomRefusal(err)
 	}
-	c, err := checkRoom(stmt, room)
+	c, err := checkRoomWith(stmt, room, tmpl)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -905,7 +972,7 @@ func (ss *session) analyzeRoom(ctx context.Context, name string, stmt node) (*an
 			return nil, nil, ruleError(ruleTables, "only configured tables may be read")
 		}
 	}
-	return a, c.dp, nil
+	return a, c, nil
 }
 
 // roomRefusal turns the service's refusal into SQLSTATE 42501.

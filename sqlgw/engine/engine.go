@@ -26,6 +26,7 @@ import (
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/authz"
 	"github.com/floe-lake/floe/catalog"
+	"github.com/floe-lake/floe/cleanroom"
 	"github.com/floe-lake/floe/sqlgw/pgwire"
 	"github.com/floe-lake/floe/sqlgw/viewrename"
 )
@@ -440,6 +441,24 @@ func (e *Engine) Prepare(ctx context.Context, s *pgwire.Session, sql string, par
 	if u, ok := parseUtility(sql); ok {
 		return ss.utility(u)
 	}
+	if call, ok, err := parseExecuteTemplate(sql); ok {
+		if err == nil && ss.room == "" {
+			err = &pgwire.Error{Code: pgwire.CodeUndefinedObject, Message: "EXECUTE TEMPLATE runs a template of a collaboration: SET floe.collaboration = 'name' first"}
+		}
+		failed := &selectStmt{ss: ss, text: sql, room: ss.room}
+		if err != nil {
+			ss.auditQuery(ctx, failed, -1, err)
+			return nil, err
+		}
+		st := &selectStmt{ss: ss, text: sql, room: ss.room, template: &call}
+		if err := st.plan(ctx); err != nil {
+			ss.auditQuery(ctx, failed, -1, err)
+			return nil, failed.publicError(err)
+		}
+		st.pins.release()
+		st.pins = nil
+		return st, nil
+	}
 	if ss.room != "" && (ddlKeyword(sql) || dmlKeyword(sql) != 0) {
 		err := ruleError(ruleStatement, "only queries run in a collaboration: %s statements are refused (RESET %s to leave it)",
 			strings.ToUpper(firstWord(sql)), collaborationSetting)
@@ -542,7 +561,13 @@ type selectStmt struct {
 	// privacy (dp.go); charged and remaining are its last execution's
 	// charge of the privacy budget and what remained (remaining is nil
 	// when the budget was not read).
-	dp        *dpPlan
+	dp *dpPlan
+	// roomHidden is how many columns the clean-room rewrite appended
+	// (the threshold test; none for a list).
+	roomHidden int
+	// template is the EXECUTE TEMPLATE call the statement runs (nil for
+	// a query): its tree is the template's, bound, at every plan.
+	template  *templateCall
 	charged   float64
 	remaining *float64
 
@@ -568,13 +593,27 @@ func (st *selectStmt) plan(ctx context.Context) (err error) {
 		defer func() { spans.End(span, err) }()
 	}
 	ss := st.ss
-	var stmt node
-	if err := unmarshalTree(st.tree, &stmt); err != nil {
+	var (
+		stmt node
+		tmpl *cleanroom.Template
+	)
+	if st.template != nil {
+		// Fetched and bound at every plan: a template removed, or no
+		// longer allowed, stops running.
+		stmt, tmpl, st.tree, err = ss.templateTree(ctx, st.room, st.template)
+		if err != nil {
+			return err
+		}
+	} else if err := unmarshalTree(st.tree, &stmt); err != nil {
 		return err
 	}
 	var a *analysis
 	if st.room != "" {
-		a, st.dp, err = ss.analyzeRoom(ctx, st.room, stmt)
+		var c *roomCheck
+		a, c, err = ss.analyzeRoom(ctx, st.room, stmt, tmpl)
+		if c != nil {
+			st.dp, st.roomHidden = c.dp, c.hidden()
+		}
 	} else {
 		a, err = ss.analyzeViews(ctx, stmt, "")
 	}
@@ -696,7 +735,7 @@ func (st *selectStmt) hidden() int {
 	case st.dp != nil:
 		return st.dp.hidden
 	}
-	return 1
+	return st.roomHidden
 }
 
 // sameShape reports whether two result descriptions have the same column

@@ -247,6 +247,11 @@ func (ss *session) utility(u utility) (pgwire.Statement, error) {
 			return &pgwire.StaticResult{CommandTag: u.tag}, nil
 		}
 	case utilShow:
+		if u.name == privacyBudgetSetting {
+			st.cols = privacyBudgetColumns
+			st.run = ss.showPrivacyBudget
+			break
+		}
 		settings := ss.pg.Settings()
 		if u.name == "all" {
 			st.cols = []pgwire.Column{{Name: "name", TypeOID: pgwire.TextOID}, {Name: "setting", TypeOID: pgwire.TextOID}, {Name: "description", TypeOID: pgwire.TextOID}}

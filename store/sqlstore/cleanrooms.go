@@ -124,6 +124,9 @@ func (s *Store) DropCollaboration(ctx context.Context, name string) error {
 		if _, err := c.exec(ctx, "DELETE FROM cleanroom_budgets WHERE collaboration = ?", name); err != nil {
 			return err
 		}
+		if _, err := c.exec(ctx, "DELETE FROM cleanroom_templates WHERE collaboration = ?", name); err != nil {
+			return err
+		}
 		_, err = c.exec(ctx, "DELETE FROM cleanroom_queries WHERE collaboration = ?", name)
 		return err
 	})
@@ -166,4 +169,117 @@ func (s *Store) CleanRoomQueries(ctx context.Context, name string, limit int) ([
 		return nil, s.fail("clean room queries", err)
 	}
 	return out, nil
+}
+
+var _ cleanroom.TemplateStore = (*Store)(nil)
+
+func noTemplate(collab, name string) error {
+	return floe.E(floe.NotFound, "collaboration", "collaboration %q has no template %q", collab, name)
+}
+
+// PutTemplate implements cleanroom.TemplateStore.
+func (s *Store) PutTemplate(ctx context.Context, t cleanroom.Template, max int) error {
+	spec, err := json.Marshal(t)
+	if err != nil {
+		return floe.Wrap(floe.Internal, err, "encode template")
+	}
+	err = s.write(ctx, "store template", func(cn conn) error {
+		if t.Version == 1 {
+			if s.d.name == DialectPostgres {
+				if _, err := cn.exec(ctx, "SELECT pg_advisory_xact_lock(?)", int64(cleanroomsLockKey)); err != nil {
+					return err
+				}
+			}
+			exists, err := cn.exists(ctx, "SELECT 1 FROM cleanroom_templates WHERE collaboration = ? AND name = ?", t.Collaboration, t.Name)
+			if err != nil {
+				return err
+			}
+			if exists {
+				return floe.E(floe.AlreadyExists, "collaboration", "collaboration %q already has a template %q", t.Collaboration, t.Name)
+			}
+			n, err := count(ctx, cn, "SELECT COUNT(*) FROM cleanroom_templates WHERE collaboration = ?", t.Collaboration)
+			if err != nil {
+				return err
+			}
+			if n >= max {
+				return floe.E(floe.Unprocessable, "collaboration", "limit reached: at most %d templates per collaboration", max)
+			}
+			_, err = cn.exec(ctx, "INSERT INTO cleanroom_templates (collaboration, name, version, spec) VALUES (?, ?, ?, ?)",
+				t.Collaboration, t.Name, t.Version, string(spec))
+			return err
+		}
+		n, err := cn.exec(ctx, "UPDATE cleanroom_templates SET version = ?, spec = ? WHERE collaboration = ? AND name = ? AND version = ?",
+			t.Version, string(spec), t.Collaboration, t.Name, t.Version-1)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			exists, err := cn.exists(ctx, "SELECT 1 FROM cleanroom_templates WHERE collaboration = ? AND name = ?", t.Collaboration, t.Name)
+			if err != nil {
+				return err
+			}
+			if !exists {
+				return noTemplate(t.Collaboration, t.Name)
+			}
+			return floe.E(floe.Conflict, "collaboration", "template %q changed concurrently: read it again", t.Name)
+		}
+		return nil
+	})
+	if uniqueViolation(err) {
+		return floe.E(floe.AlreadyExists, "collaboration", "collaboration %q already has a template %q", t.Collaboration, t.Name)
+	}
+	return err
+}
+
+func decodeTemplate(spec string) (cleanroom.Template, error) {
+	var t cleanroom.Template
+	if err := json.Unmarshal([]byte(spec), &t); err != nil {
+		return t, floe.Wrap(floe.Internal, err, "decode stored template")
+	}
+	return t, nil
+}
+
+// Template implements cleanroom.TemplateStore.
+func (s *Store) Template(ctx context.Context, collab, name string) (cleanroom.Template, error) {
+	var spec string
+	err := s.read().queryRow(ctx, "SELECT spec FROM cleanroom_templates WHERE collaboration = ? AND name = ?", collab, name).Scan(&spec)
+	if errors.Is(err, sql.ErrNoRows) {
+		return cleanroom.Template{}, noTemplate(collab, name)
+	}
+	if err != nil {
+		return cleanroom.Template{}, s.fail("template", err)
+	}
+	return decodeTemplate(spec)
+}
+
+// Templates implements cleanroom.TemplateStore.
+func (s *Store) Templates(ctx context.Context, collab string) ([]cleanroom.Template, error) {
+	out := []cleanroom.Template{}
+	err := each(ctx, s.read(), "SELECT spec FROM cleanroom_templates WHERE collaboration = ? ORDER BY name", func(scan func(...any) error) error {
+		var spec string
+		if err := scan(&spec); err != nil {
+			return err
+		}
+		t, err := decodeTemplate(spec)
+		out = append(out, t)
+		return err
+	}, collab)
+	if err != nil {
+		return nil, s.fail("list templates", err)
+	}
+	return out, nil
+}
+
+// DropTemplate implements cleanroom.TemplateStore.
+func (s *Store) DropTemplate(ctx context.Context, collab, name string) error {
+	return s.write(ctx, "drop template", func(c conn) error {
+		n, err := c.exec(ctx, "DELETE FROM cleanroom_templates WHERE collaboration = ? AND name = ?", collab, name)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return noTemplate(collab, name)
+		}
+		return nil
+	})
 }

@@ -119,3 +119,67 @@ func TestCleanRooms(t *testing.T) {
 		})
 	}
 }
+
+// TestCleanRoomTemplates: templates are created (duplicate, the
+// per-collaboration limit), replaced by compare-and-swap (stale, unknown),
+// listed by name, dropped, and dropped with their collaboration, on every
+// backend.
+func TestCleanRoomTemplates(t *testing.T) {
+	for _, be := range backends() {
+		t.Run(be.name, func(t *testing.T) {
+			ctx := t.Context()
+			s := openForTest(t, be.dsn(t), Options{})
+			at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+			if err := s.PutCollaboration(ctx, cleanroom.Collaboration{Name: "overlap", Creator: "retailer", CreatedAt: at, Version: 1}, 10); err != nil {
+				t.Fatal(err)
+			}
+			tmpl := func(name string, v int, sql string) cleanroom.Template {
+				return cleanroom.Template{Collaboration: "overlap", Name: name, SQL: sql, Version: v, CreatedBy: "retailer", CreatedAt: at,
+					Params: []cleanroom.TemplateParam{{Name: "segment", Type: cleanroom.ParamVarchar}}, AllowedMembers: []string{"advertiser"},
+					Approvals: []cleanroom.Approval{{Member: "retailer", At: at}}}
+			}
+			const max = 2
+			for _, tc := range []struct {
+				name string
+				t    cleanroom.Template
+				want floe.Kind
+			}{
+				{"new", tmpl("by_segment", 1, "v1"), -1},
+				{"new again", tmpl("by_segment", 1, "again"), floe.AlreadyExists},
+				{"next", tmpl("by_segment", 2, "v2"), -1},
+				{"stale", tmpl("by_segment", 2, "v2 again"), floe.Conflict},
+				{"unknown", tmpl("ghost", 2, "x"), floe.NotFound},
+				{"second", tmpl("all", 1, "a1"), -1},
+				{"over the limit", tmpl("third", 1, "x"), floe.Unprocessable},
+			} {
+				err := s.PutTemplate(ctx, tc.t, max)
+				if tc.want == -1 && err != nil || tc.want != -1 && floe.KindOf(err) != tc.want {
+					t.Fatalf("%s: err %v, want kind %v", tc.name, err, tc.want)
+				}
+			}
+			got, err := s.Template(ctx, "overlap", "by_segment")
+			if err != nil || got.Version != 2 || got.SQL != "v2" || got.Params[0].Type != cleanroom.ParamVarchar || !got.Approved("retailer") || !got.CreatedAt.Equal(at) {
+				t.Fatalf("get: %+v %v", got, err)
+			}
+			if _, err := s.Template(ctx, "other", "by_segment"); floe.KindOf(err) != floe.NotFound {
+				t.Fatalf("another collaboration's: %v", err)
+			}
+			ls, err := s.Templates(ctx, "overlap")
+			if err != nil || len(ls) != 2 || ls[0].Name != "all" || ls[1].Name != "by_segment" {
+				t.Fatalf("list: %+v %v", ls, err)
+			}
+			if err := s.DropTemplate(ctx, "overlap", "all"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DropTemplate(ctx, "overlap", "all"); floe.KindOf(err) != floe.NotFound {
+				t.Fatalf("drop twice: %v", err)
+			}
+			if err := s.DropCollaboration(ctx, "overlap"); err != nil {
+				t.Fatal(err)
+			}
+			if ls, err := s.Templates(ctx, "overlap"); err != nil || len(ls) != 0 {
+				t.Fatalf("after the collaboration's drop: %+v %v", ls, err)
+			}
+		})
+	}
+}

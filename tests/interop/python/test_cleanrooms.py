@@ -1,4 +1,4 @@
-"""Clean rooms (issue 22, first slice: aggregation rules, no differential
+"""Clean rooms (issue 22: aggregation, list and custom rules, differential
 privacy) with a real PostgreSQL client (psycopg) and the `floe` CLI.
 
 Two principals of different "organisations" each own a table in a
@@ -21,6 +21,14 @@ the campaign as dimensions, thresholds of 5 customers and 3 users).
 * Outside the collaboration neither member can read the other's table.
 * The collaboration's query log (`floe cleanroom log`) shows both members
   the queries, with the rows returned and the groups suppressed.
+* Differential privacy and its budget (a second collaboration); SHOW
+  floe.privacy_budget drops after a DP query.
+* The list rule (`--analysis-rule list`): an overlap list equals the
+  plain-SQL reference; identifiers and join keys are refused (42501).
+* The custom rule: a parameterised template (`floe cleanroom template
+  add/approve/list/remove`) run with EXECUTE TEMPLATE equals the plain-SQL
+  reference; an unapproved template, a member it does not allow and raw
+  SQL on a custom-rule table are refused (42501).
 """
 
 from __future__ import annotations
@@ -294,3 +302,125 @@ def test_differential_privacy_and_budget(floe, room) -> None:
     log = json.loads(cli(floe, retailer.credential, "cleanroom", "log", "dp_overlap", "--json").stdout)["queries"]
     assert log[0]["outcome"] == "denied" and log[0]["budget_remaining"] == 1
     assert [q["epsilon"] for q in log if q["outcome"] == "success"] == [2, 2]
+
+
+def new_room(floe, retailer: Party, advertiser: Party, name: str, rule: str, customers: list[str], exposures: list[str]) -> None:
+    """A collaboration over the same two tables, each configured by its
+    owner under rule with the given extra flags."""
+    cli(floe, retailer.credential, "cleanroom", "create", name)
+    cli(floe, retailer.credential, "cleanroom", "add-member", name, advertiser.name)
+    cli(floe, retailer.credential, "cleanroom", "configure-table", name, "customers", "cr_retail.customers",
+        "--analysis-rule", rule, "--join-key", "email", *customers)
+    cli(floe, advertiser.credential, "cleanroom", "configure-table", name, "exposures", "cr_ads.exposures",
+        "--analysis-rule", rule, "--join-key", "email", *exposures)
+
+
+def run_in(floe, party: Party, room_name: str, sql: str):
+    with connect(floe, party.name, party.token) as conn:
+        conn.execute(f"SET floe.collaboration = '{room_name}'")
+        return conn.execute(sql).fetchall()
+
+
+LIST_QUERY = ("SELECT DISTINCT c.segment FROM customers c JOIN exposures e ON c.email = e.email "
+              "WHERE e.campaign = 'spring' ORDER BY c.segment")
+
+
+def test_list_rule_overlap_equals_the_plain_sql_reference(floe, room) -> None:
+    """The list rule: the advertiser lists the retailer's segments of the
+    customers its spring campaign reached; the result is the plain-SQL
+    reference (no threshold: the 3 bronze customers are listed too), and
+    selecting an identifier or a join key is refused with 42501."""
+    retailer, advertiser = room
+    new_room(floe, retailer, advertiser, "cr_lists", "list", ["--column", "segment", "--identifier", "customer_id"],
+             ["--column", "campaign", "--identifier", "user_id"])
+    with connect(floe, "admin", floe.fetch_token()) as conn:
+        ref = conn.execute("SELECT DISTINCT c.segment FROM cr_retail.customers c JOIN cr_ads.exposures e ON c.email = e.email "
+                           "WHERE e.campaign = 'spring' ORDER BY c.segment").fetchall()
+    assert ref == [("bronze",), ("gold",), ("silver",)]
+    assert run_in(floe, advertiser, "cr_lists", LIST_QUERY) == ref
+    for sql in ("SELECT c.customer_id FROM customers c JOIN exposures e ON c.email = e.email",
+                "SELECT e.email FROM customers c JOIN exposures e ON c.email = e.email",
+                "SELECT segment FROM customers",
+                "SELECT count(*) FROM customers c JOIN exposures e ON c.email = e.email"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as e:
+            run_in(floe, advertiser, "cr_lists", sql)
+        assert "clean room rule" in str(e.value) and "@example.com" not in str(e.value)
+
+
+TEMPLATE_SQL = ("SELECT e.campaign, count(DISTINCT c.customer_id) AS customers FROM customers c "
+                "JOIN exposures e ON c.email = e.email WHERE c.segment = $segment GROUP BY e.campaign ORDER BY e.campaign")
+
+
+def test_custom_rule_templates(floe, room) -> None:
+    """The custom rule: the retailer adds a parameterised template for the
+    advertiser (`floe cleanroom template add`); it runs once the advertiser
+    approved it, and its result for segment 'silver' equals the plain-SQL
+    reference. A template the retailer did not approve, a member the
+    template does not allow, and raw SQL on a custom-rule table are
+    refused with 42501."""
+    retailer, advertiser = room
+    new_room(floe, retailer, advertiser, "cr_custom", "custom", ["--column", "segment", "--identifier", "customer_id"],
+             ["--column", "campaign", "--identifier", "user_id"])
+    cli(floe, retailer.credential, "cleanroom", "template", "add", "cr_custom", "reach_by_segment", "--allow", advertiser.name,
+        "--param", "segment:varchar", "--sql", TEMPLATE_SQL)
+    run = "EXECUTE TEMPLATE reach_by_segment (segment => 'silver')"
+    with pytest.raises(psycopg.errors.InsufficientPrivilege) as e:
+        run_in(floe, advertiser, "cr_custom", run)
+    assert "not approved by" in str(e.value)
+    cli(floe, advertiser.credential, "cleanroom", "template", "approve", "cr_custom", "reach_by_segment")
+    listed = json.loads(cli(floe, retailer.credential, "cleanroom", "template", "list", "cr_custom", "--json").stdout)["templates"]
+    assert [(t["name"], [a["member"] for a in t["approvals"]]) for t in listed] == [("reach_by_segment", [retailer.name, advertiser.name])]
+
+    with connect(floe, "admin", floe.fetch_token()) as conn:
+        ref = conn.execute("SELECT e.campaign, count(DISTINCT c.customer_id) FROM cr_retail.customers c JOIN cr_ads.exposures e "
+                           "ON c.email = e.email WHERE c.segment = 'silver' GROUP BY e.campaign ORDER BY e.campaign").fetchall()
+    assert len(ref) == 2
+    assert run_in(floe, advertiser, "cr_custom", run) == ref
+    # A value that looks like SQL is one string literal: nothing matches.
+    assert run_in(floe, advertiser, "cr_custom", "EXECUTE TEMPLATE reach_by_segment (segment => 'silver'' OR ''1''=''1')") == []
+
+    # The advertiser's own template, not approved by the retailer.
+    cli(floe, advertiser.credential, "cleanroom", "template", "add", "cr_custom", "all_segments", "--allow", advertiser.name,
+        "--sql", "SELECT c.segment, c.customer_id FROM customers c JOIN exposures e ON c.email = e.email")
+    refusals = [(advertiser, "EXECUTE TEMPLATE all_segments", "not approved by"),
+                (retailer, run, "may not run it"),
+                (advertiser, "SELECT c.segment FROM customers c JOIN exposures e ON c.email = e.email", "approved templates"),
+                (advertiser, "SELECT count(*) FROM customers", "approved templates")]
+    for party, sql, why in refusals:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as e:
+            run_in(floe, party, "cr_custom", sql)
+        assert why in str(e.value), str(e.value)
+    cli(floe, advertiser.credential, "cleanroom", "template", "remove", "cr_custom", "all_segments")
+    r = cli(floe, advertiser.credential, "cleanroom", "template", "remove", "cr_custom", "reach_by_segment", check=False)
+    assert r.returncode != 0 and "may not remove" in r.stderr
+
+
+def test_show_privacy_budget_drops_after_a_dp_query(floe, room) -> None:
+    """SHOW floe.privacy_budget in a collaboration with differential
+    privacy shows the remaining epsilon and when it refreshes; a DP query
+    charges it; outside a collaboration SHOW is an error."""
+    retailer, advertiser = room
+    cli(floe, retailer.credential, "cleanroom", "create", "cr_show")
+    cli(floe, retailer.credential, "cleanroom", "add-member", "cr_show", advertiser.name)
+    cli(floe, retailer.credential, "cleanroom", "configure-table", "cr_show", "customers", "cr_retail.customers",
+        "--identifier", "customer_id", "--join-key", "email", "--dimension", "segment", "--min-identifiers", str(MIN_CUSTOMERS))
+    cli(floe, advertiser.credential, "cleanroom", "configure-table", "cr_show", "exposures", "cr_ads.exposures",
+        "--identifier", "user_id", "--join-key", "email", "--dimension", "campaign", "--min-identifiers", str(MIN_USERS))
+    cli(floe, retailer.credential, "cleanroom", "privacy", "cr_show", "--mechanism", "laplace", "--epsilon", "0.5")
+    cli(floe, retailer.credential, "cleanroom", "budget", "cr_show", "--set", "3", "--period", "24h")
+    with connect(floe, advertiser.name, advertiser.token) as conn:
+        with pytest.raises(psycopg.errors.UndefinedObject):
+            conn.execute("SHOW floe.privacy_budget")
+        conn.execute("SET floe.collaboration = 'cr_show'")
+
+        def show() -> dict:
+            cur = conn.execute("SHOW floe.privacy_budget")
+            return dict(zip([d.name for d in cur.description], cur.fetchone()))
+
+        before = show()
+        assert before["mechanism"] == "laplace" and before["epsilon_per_query"] == 0.5
+        assert before["remaining_epsilon"] == 3 and before["budget_epsilon"] == 3 and before["period"] == "24h0m0s"
+        assert (before["refresh"] - before["period_start"]).total_seconds() == 24 * 3600
+        conn.execute("SELECT e.campaign, count(*) FROM customers c JOIN exposures e ON c.email = e.email GROUP BY e.campaign").fetchall()
+        after = show()
+        assert after["remaining_epsilon"] == 2.5 and after["spent_epsilon"] == 0.5
