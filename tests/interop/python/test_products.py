@@ -33,6 +33,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from collections import defaultdict
 from datetime import date
 
@@ -334,8 +335,16 @@ def test_a_shared_product_follows_its_versions(floe_demo, tmp_path) -> None:
     assert rcat.list_tables("crm") == [("crm", "activities")]
     assert rcat.load_table("crm.activities").scan().to_arrow().num_rows == \
         floe_demo.catalog().load_table("crm.activities").scan().to_arrow().num_rows
-    with pytest.raises(NoSuchTableError):
-        rcat.load_table("crm.accounts")
+    # A removed output is gone within the share catalog's documented 500 ms
+    # reuse of a resolved table (docs/sharing.md, "Revocation and caching").
+    deadline = time.monotonic() + 3
+    while True:
+        try:
+            rcat.load_table("crm.accounts")
+        except NoSuchTableError:
+            break
+        assert time.monotonic() < deadline, "crm.accounts still loads through the share 3 s after version 2 removed it"
+        time.sleep(0.1)
     assert "version 2" in rcat.load_namespace_properties("crm")["floe.products.account_directory"]
 
     shown = json.loads(cli(floe_demo, "share", "show", share, "--json").stdout)
