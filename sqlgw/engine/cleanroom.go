@@ -815,37 +815,43 @@ func (c *roomCheck) modifier(m any) error {
 	n, _ := m.(node)
 	switch n["type"] {
 	case "ORDER_MODIFIER":
-		orders, _ := n["orders"].([]any)
-		for _, o := range orders {
-			on, _ := o.(node)
-			e, _ := on["expression"].(node)
-			if e == nil {
-				return ruleError(ruleOrder, "ORDER BY takes outputs")
-			}
-			if e["class"] == "CONSTANT" {
-				if _, err := position(e, len(c.sel)); err != nil {
-					return err
-				}
-				continue
-			}
-			if e["class"] == "COLUMN_REF" {
-				if parts, _ := e["column_names"].([]any); len(parts) == 1 {
-					if s, _ := parts[0].(string); c.outputs[strings.ToLower(s)] {
-						continue
-					}
-				}
-			}
-			if _, err := c.output(e); err != nil {
-				return err
-			}
-		}
-		return nil
+		return c.orderBy(n, func(e node) error { _, err := c.output(e); return err })
 	case "LIMIT_MODIFIER", "LIMIT_PERCENT_MODIFIER":
 		return ruleError(ruleOrder, "LIMIT and OFFSET are not allowed: every group meeting the thresholds is output")
 	case "DISTINCT_MODIFIER":
 		return ruleError(ruleStatement, "SELECT DISTINCT is not allowed: use GROUP BY")
 	}
 	return ruleError(ruleStatement, "the modifier %v is not allowed", n["type"])
+}
+
+// orderBy checks the keys of an ORDER BY modifier: an output's position or
+// alias, else an expression that check (the rule's output check) accepts.
+func (c *roomCheck) orderBy(n node, check func(node) error) error {
+	orders, _ := n["orders"].([]any)
+	for _, o := range orders {
+		on, _ := o.(node)
+		e, _ := on["expression"].(node)
+		if e == nil {
+			return ruleError(ruleOrder, "ORDER BY takes outputs")
+		}
+		if e["class"] == "CONSTANT" {
+			if _, err := position(e, len(c.sel)); err != nil {
+				return err
+			}
+			continue
+		}
+		if e["class"] == "COLUMN_REF" {
+			if parts, _ := e["column_names"].([]any); len(parts) == 1 {
+				if s, _ := parts[0].(string); c.outputs[strings.ToLower(s)] {
+					continue
+				}
+			}
+		}
+		if err := check(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rewrite points the configured tables at their owners' tables and

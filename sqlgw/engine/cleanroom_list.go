@@ -135,31 +135,7 @@ func (c *roomCheck) listModifier(m any) error {
 	n, _ := m.(node)
 	switch n["type"] {
 	case "ORDER_MODIFIER":
-		orders, _ := n["orders"].([]any)
-		for _, o := range orders {
-			on, _ := o.(node)
-			e, _ := on["expression"].(node)
-			if e == nil {
-				return ruleError(ruleOrder, "ORDER BY takes outputs")
-			}
-			if e["class"] == "CONSTANT" {
-				if _, err := position(e, len(c.sel)); err != nil {
-					return err
-				}
-				continue
-			}
-			if e["class"] == "COLUMN_REF" {
-				if parts, _ := e["column_names"].([]any); len(parts) == 1 {
-					if s, _ := parts[0].(string); c.outputs[strings.ToLower(s)] {
-						continue
-					}
-				}
-			}
-			if err := c.listOutput(e); err != nil {
-				return err
-			}
-		}
-		return nil
+		return c.orderBy(n, c.listOutput)
 	case "LIMIT_MODIFIER":
 		for _, k := range []string{"limit", "offset"} {
 			if v, ok := n[k].(node); ok && v["class"] != "CONSTANT" {
