@@ -21,13 +21,17 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/internal/httperr"
@@ -49,6 +53,17 @@ const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 's
 // ActionLogout is the audit action of a console sign-out.
 const ActionLogout = "console.logout"
 
+// ActionLogin is the audit action of a console sign-in (either method,
+// named by the event's "method" detail: MethodClientSecret or
+// MethodSQLPassword).
+const ActionLogin = "console.login"
+
+// Sign-in methods, as recorded in console.login events.
+const (
+	MethodClientSecret = "client_secret"
+	MethodSQLPassword  = "sql_password"
+)
+
 //go:embed assets
 var assets embed.FS
 
@@ -58,6 +73,32 @@ type Tokens interface {
 	Revoke(ctx context.Context, t auth.TokenInfo) (bool, error)
 }
 
+// Issued is a token the console's backend obtained for a principal.
+type Issued struct {
+	Principal string
+	Token     string
+	ExpiresAt time.Time
+}
+
+// ThrottledError is what Options.Password returns while the user at the
+// client's address has used up its failed-login budget.
+type ThrottledError struct {
+	// RetrySeconds is how long until the next attempt is let through.
+	RetrySeconds int
+}
+
+// Error implements error.
+func (e *ThrottledError) Error() string {
+	return "too many failed sign-in attempts; try again in " + strconv.Itoa(e.RetrySeconds) + " s"
+}
+
+// PasswordFunc verifies user's SQL password (with the SQL endpoint's
+// verification and login limiter, keyed by user and client address) and
+// issues an access token for its principal. A wrong password, an unknown
+// user and one without a SQL password all give a floe.Unauthenticated
+// error; a blocked key gives a *ThrottledError.
+type PasswordFunc func(ctx context.Context, user, password string, client net.Addr) (Issued, error)
+
 // Options configures a Handler.
 type Options struct {
 	// Upstream serves /v1/oauth/tokens, /api/v1/ and /v1/ (the catalog
@@ -65,7 +106,10 @@ type Options struct {
 	Upstream http.Handler
 	// Tokens revokes a session's token at sign-out.
 	Tokens Tokens
-	// Audit records sign-outs; nil records nothing.
+	// Password signs in with a user name and SQL password; nil: that
+	// method is refused.
+	Password PasswordFunc
+	// Audit records sign-ins and sign-outs; nil records nothing.
 	Audit func(context.Context, audit.Event)
 	// PublicURL is the URL browsers reach the server at (behind a proxy
 	// that rewrites the Host header or terminates TLS): its origin is
@@ -207,10 +251,13 @@ func (h *Handler) secure(r *http.Request) bool {
 	return r.TLS != nil || strings.HasPrefix(strings.ToLower(h.opts.PublicURL), "https://")
 }
 
-// loginRequest is the body of POST /console/api/login.
+// loginRequest is the body of POST /console/api/login: a client id and
+// secret, or a user name and SQL password.
 type loginRequest struct {
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret"`
+	User         string `json:"user"`
+	Password     string `json:"password"`
 }
 
 // sessionInfo answers sign-in and GET /console/api/session.
@@ -224,8 +271,8 @@ type sessionInfo struct {
 // maxLoginBody bounds the sign-in body.
 const maxLoginBody = 16 << 10
 
-// login exchanges a client id and secret for a Floe token at the token
-// endpoint (with its failure limit and audit), and opens a session.
+// login obtains a Floe token for a client id and secret or for a user name
+// and SQL password, and opens a session acting with it.
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	if !h.sameOrigin(r) {
 		writeError(w, http.StatusForbidden, "ForbiddenException", "cross-origin sign-in refused")
@@ -237,14 +284,92 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		err = json.Unmarshal(body, &req)
 	}
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "BadRequestException", "the body must be a JSON object with client_id and client_secret")
+		writeError(w, http.StatusBadRequest, "BadRequestException", "the body must be a JSON object with client_id and client_secret, or user and password")
 		return
 	}
-	if req.ClientID == "" || req.ClientSecret == "" {
+	var iss Issued
+	var ok bool
+	method := MethodClientSecret
+	switch {
+	case req.User != "" || req.Password != "":
+		if req.ClientID != "" || req.ClientSecret != "" {
+			writeError(w, http.StatusBadRequest, "BadRequestException", "give client_id and client_secret, or user and password, not both")
+			return
+		}
+		if req.User == "" || req.Password == "" {
+			writeError(w, http.StatusBadRequest, "BadRequestException", "user and password are required")
+			return
+		}
+		method = MethodSQLPassword
+		iss, ok = h.passwordLogin(w, r, req.User, req.Password)
+	case req.ClientID == "" || req.ClientSecret == "":
 		writeError(w, http.StatusBadRequest, "BadRequestException", "client_id and client_secret are required")
 		return
+	default:
+		iss, ok = h.secretLogin(w, r, req.ClientID, req.ClientSecret)
 	}
-	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {req.ClientID}, "client_secret": {req.ClientSecret}}
+	if !ok {
+		return
+	}
+	h.open(w, r, iss, method)
+}
+
+// auditLogin records a console sign-in attempt (never its secret).
+func (h *Handler) auditLogin(r *http.Request, principal, method, outcome string, detail map[string]any) {
+	if h.opts.Audit == nil {
+		return
+	}
+	d := map[string]any{"method": method}
+	maps.Copy(d, detail)
+	h.opts.Audit(context.WithoutCancel(r.Context()), audit.Event{RequestID: r.Header.Get("X-Request-Id"), Principal: principal,
+		ClientAddr: httperr.ClientAddr(r), Action: ActionLogin, Resource: "principal:" + principal, Outcome: outcome, Detail: d})
+}
+
+// passwordLogin checks a SQL password and obtains a token for its
+// principal.
+func (h *Handler) passwordLogin(w http.ResponseWriter, r *http.Request, user, password string) (Issued, bool) {
+	if h.opts.Password == nil {
+		writeError(w, http.StatusBadRequest, "BadRequestException", "signing in with a SQL password is not available on this server (the SQL endpoint is off)")
+		return Issued{}, false
+	}
+	var client net.Addr
+	if a, err := netip.ParseAddr(httperr.ClientAddr(r)); err == nil {
+		client = net.TCPAddrFromAddrPort(netip.AddrPortFrom(a, 0))
+	}
+	iss, err := h.opts.Password(r.Context(), user, password, client)
+	if err == nil && (iss.Token == "" || !iss.ExpiresAt.After(h.opts.Now())) {
+		err = errors.New("console: no token issued")
+	}
+	if err != nil {
+		var te *ThrottledError
+		switch {
+		case errors.As(err, &te):
+			w.Header().Set("Retry-After", strconv.Itoa(te.RetrySeconds))
+			h.auditLogin(r, user, MethodSQLPassword, audit.OutcomeDenied, map[string]any{"reason": "throttled"})
+			writeError(w, http.StatusTooManyRequests, "TooManyRequestsException", "sign-in failed: "+te.Error())
+		case floe.KindOf(err) == floe.Unauthenticated:
+			h.auditLogin(r, user, MethodSQLPassword, audit.OutcomeFailure, nil)
+			writeError(w, http.StatusUnauthorized, "NotAuthorizedException", "sign-in failed: wrong user name or password")
+		case floe.KindOf(err) == floe.Unsupported:
+			writeError(w, http.StatusBadRequest, "BadRequestException", "sign-in failed: "+floe.PublicMessage(err))
+		case floe.KindOf(err) == floe.Forbidden:
+			h.auditLogin(r, user, MethodSQLPassword, audit.OutcomeDenied, nil)
+			writeError(w, http.StatusForbidden, "ForbiddenException", "sign-in failed: "+floe.PublicMessage(err))
+		default:
+			h.log.ErrorContext(r.Context(), "console: password sign-in", "user", user, "err", err)
+			h.auditLogin(r, user, MethodSQLPassword, audit.OutcomeError, nil)
+			writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableException", "sign-in failed: internal error")
+		}
+		return Issued{}, false
+	}
+	h.auditLogin(r, iss.Principal, MethodSQLPassword, audit.OutcomeSuccess, nil)
+	return iss, true
+}
+
+// secretLogin exchanges a client id and secret for a Floe token at the
+// token endpoint (with its failure limit and audit).
+func (h *Handler) secretLogin(w http.ResponseWriter, r *http.Request, clientID, secret string) (Issued, bool) {
+	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {clientID}, "client_secret": {secret}}
 	rec := h.call(r, http.MethodPost, "/v1/oauth/tokens", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()), "")
 	if rec.status != http.StatusOK {
 		var oe struct {
@@ -272,8 +397,13 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		if status >= 500 {
 			status, typ, msg = http.StatusBadGateway, "ServiceUnavailableException", "sign-in failed: the token endpoint answered "+strconv.Itoa(rec.status)
 		}
+		outcome := audit.OutcomeFailure
+		if status == http.StatusTooManyRequests {
+			outcome = audit.OutcomeDenied
+		}
+		h.auditLogin(r, "client:"+clientID, MethodClientSecret, outcome, map[string]any{"client_id": clientID})
 		writeError(w, status, typ, msg)
-		return
+		return Issued{}, false
 	}
 	var tok struct {
 		AccessToken string `json:"access_token"`
@@ -281,9 +411,14 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := json.Unmarshal(rec.body, &tok); err != nil || tok.AccessToken == "" || tok.ExpiresIn <= 0 {
 		writeError(w, http.StatusBadGateway, "ServiceUnavailableException", "sign-in failed: the token endpoint gave no token")
-		return
+		return Issued{}, false
 	}
-	who := h.call(r, http.MethodGet, "/api/v1/whoami", "", nil, tok.AccessToken)
+	return Issued{Token: tok.AccessToken, ExpiresAt: h.opts.Now().Add(time.Duration(tok.ExpiresIn) * time.Second)}, true
+}
+
+// open starts a session acting with the token of iss and sets its cookie.
+func (h *Handler) open(w http.ResponseWriter, r *http.Request, iss Issued, method string) {
+	who := h.call(r, http.MethodGet, "/api/v1/whoami", "", nil, iss.Token)
 	var wj struct {
 		Principal string `json:"principal"`
 		Name      string `json:"name"`
@@ -293,14 +428,20 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = wj.Name
 	}
-	s := &session{token: tok.AccessToken, csrf: newSecret(), principal: name,
-		expires: h.opts.Now().Add(time.Duration(tok.ExpiresIn) * time.Second)}
+	if name == "" {
+		name = iss.Principal
+	}
+	if method == MethodClientSecret { // a password sign-in was audited when checked
+		h.auditLogin(r, name, method, audit.OutcomeSuccess, nil)
+	}
+	s := &session{token: iss.Token, csrf: newSecret(), principal: name, expires: iss.ExpiresAt}
 	id, evicted := h.sessions.add(s)
 	for _, o := range evicted {
 		h.revoke(r.Context(), o)
 	}
+	maxAge := max(1, int(s.expires.Sub(h.opts.Now())/time.Second))
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: Prefix, HttpOnly: true, Secure: h.secure(r),
-		SameSite: http.SameSiteStrictMode, Expires: s.expires, MaxAge: int(tok.ExpiresIn)})
+		SameSite: http.SameSiteStrictMode, Expires: s.expires, MaxAge: maxAge})
 	info := sessionInfo{Principal: name, CSRFToken: s.csrf, ExpiresAt: s.expires.UTC()}
 	if who.status == http.StatusOK {
 		info.WhoAmI = who.body
