@@ -316,9 +316,9 @@ func TestLogoutRevokes(t *testing.T) {
 	if w := r.do("GET", "/console/api/session", "", "Cookie", s.cookieHeader()); w.Code != 401 {
 		t.Fatalf("session after logout: %d, want 401", w.Code)
 	}
-	if len(r.events) != 1 || r.events[0].Action != console.ActionLogout || r.events[0].Outcome != audit.OutcomeSuccess ||
-		strings.Contains(r.events[0].Resource+r.events[0].Principal, tok) {
-		t.Fatalf("audit %+v, want one console.logout success naming no token", r.events)
+	if len(r.events) != 2 || r.events[0].Action != console.ActionLogin || r.events[1].Action != console.ActionLogout || r.events[1].Outcome != audit.OutcomeSuccess ||
+		strings.Contains(r.events[1].Resource+r.events[1].Principal, tok) {
+		t.Fatalf("audit %+v, want console.login, then one console.logout success naming no token", r.events)
 	}
 }
 

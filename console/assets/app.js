@@ -83,16 +83,31 @@ function renderSignIn(msg) {
   const err = el('p', { class: 'error', role: 'alert', id: 'signin-error' }, msg || '');
   const id = el('input', { id: 'client-id', name: 'client_id', autocomplete: 'username', required: true });
   const secret = el('input', { id: 'client-secret', name: 'client_secret', type: 'password', autocomplete: 'current-password', required: true });
+  // Two methods: a client id and secret, or a user name and SQL password.
+  const bySecret = el('input', { type: 'radio', id: 'method-secret', name: 'method', value: 'secret', checked: true });
+  const byPassword = el('input', { type: 'radio', id: 'method-password', name: 'method', value: 'password' });
+  const idLabel = el('label', { for: 'client-id' }, 'Client id');
+  const secretLabel = el('label', { for: 'client-secret' }, 'Client secret');
+  const relabel = () => {
+    const pw = byPassword.checked;
+    idLabel.textContent = pw ? 'User' : 'Client id';
+    secretLabel.textContent = pw ? 'SQL password' : 'Client secret';
+  };
+  bySecret.addEventListener('change', relabel);
+  byPassword.addEventListener('change', relabel);
   const form = el('form', { class: 'signin', 'aria-labelledby': 'signin-title' },
     el('h1', { id: 'signin-title' }, 'Sign in to Floe'),
-    el('label', { for: 'client-id' }, 'Client id'), id,
-    el('label', { for: 'client-secret' }, 'Client secret'), secret,
+    el('fieldset', { class: 'method' }, el('legend', {}, 'Sign in with'),
+      bySecret, el('label', { for: 'method-secret' }, 'Client credentials'),
+      byPassword, el('label', { for: 'method-password' }, 'SQL login')),
+    idLabel, id, secretLabel, secret,
     el('button', { type: 'submit' }, 'Sign in'), err);
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     err.textContent = '';
+    const body = byPassword.checked ? { user: id.value, password: secret.value } : { client_id: id.value, client_secret: secret.value };
     try {
-      const s = await api('POST', API + '/login', { client_id: id.value, client_secret: secret.value }, { quiet401: true });
+      const s = await api('POST', API + '/login', body, { quiet401: true });
       secret.value = '';
       signedIn(s);
       route();
