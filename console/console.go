@@ -35,6 +35,7 @@ import (
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/internal/httperr"
+	"github.com/floe-lake/floe/websession"
 )
 
 // Prefix is the path the console is served under.
@@ -116,7 +117,12 @@ type Options struct {
 	// accepted besides the request's own, and an https:// one makes the
 	// cookie Secure. Empty: the request's Host and TLS decide.
 	PublicURL string
-	// MaxSessions bounds the sessions held (default DefaultMaxSessions).
+	// Sessions keeps the sessions; the metadata store, so that every node
+	// sharing it sees every session (and every sign-out) at once. nil: the
+	// sessions live in this Handler's memory only.
+	Sessions websession.Store
+	// MaxSessions bounds the sessions held in Sessions, across every node
+	// sharing it (default DefaultMaxSessions).
 	MaxSessions int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -145,7 +151,7 @@ func New(opts Options) *Handler {
 	if err != nil {
 		panic(err) // the embedded tree always has assets/
 	}
-	h := &Handler{opts: opts, log: opts.Logger, sessions: newSessions(opts.MaxSessions, opts.Now),
+	h := &Handler{opts: opts, log: opts.Logger, sessions: newSessions(opts.Sessions, opts.MaxSessions, opts.Now),
 		static: http.StripPrefix("/console", http.FileServerFS(sub)),
 		ids:    httperr.NewRequestIDs(opts.Now)}
 	return h
@@ -434,10 +440,21 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request, iss Issued, metho
 	if method == MethodClientSecret { // a password sign-in was audited when checked
 		h.auditLogin(r, name, method, audit.OutcomeSuccess, nil)
 	}
-	s := &session{token: iss.Token, csrf: newSecret(), principal: name, expires: iss.ExpiresAt}
-	id, evicted := h.sessions.add(s)
+	s := &session{token: iss.Token, principal: name, expires: iss.ExpiresAt}
+	if h.opts.Tokens != nil {
+		if ref, err := h.opts.Tokens.Inspect(r.Context(), iss.Token); err == nil {
+			s.ref = ref
+		}
+	}
+	id, evicted, err := h.sessions.add(r.Context(), s)
+	if err != nil {
+		h.log.ErrorContext(r.Context(), "console: storing the session", "principal", name, "err", err)
+		h.revoke(r.Context(), s) // never a token without its session
+		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableException", "sign-in failed: the session could not be stored; retry")
+		return
+	}
 	for _, o := range evicted {
-		h.revoke(r.Context(), o)
+		h.revokeRef(r.Context(), o.Principal, refOf(o))
 	}
 	maxAge := max(1, int(s.expires.Sub(h.opts.Now())/time.Second))
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: Prefix, HttpOnly: true, Secure: h.secure(r),
@@ -449,14 +466,25 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request, iss Issued, metho
 	writeJSON(w, http.StatusOK, info)
 }
 
-// current returns the request's session.
-func (h *Handler) current(r *http.Request) (*session, string, bool) {
+// current returns the request's session; when there is none it answers
+// the request (401, or 503 when the store failed) and ok is false.
+func (h *Handler) current(w http.ResponseWriter, r *http.Request) (*session, string, bool) {
 	c, err := r.Cookie(CookieName)
 	if err != nil {
+		noSession(w)
 		return nil, "", false
 	}
-	s, ok := h.sessions.get(c.Value)
-	return s, c.Value, ok
+	s, ok, err := h.sessions.get(r.Context(), c.Value)
+	if err != nil {
+		h.log.ErrorContext(r.Context(), "console: reading the session", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableException", "the session store is unavailable; retry")
+		return nil, "", false
+	}
+	if !ok {
+		noSession(w)
+		return nil, "", false
+	}
+	return s, c.Value, true
 }
 
 func noSession(w http.ResponseWriter) {
@@ -465,9 +493,8 @@ func noSession(w http.ResponseWriter) {
 
 // session answers who is signed in and the CSRF token of the session.
 func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
-	s, _, ok := h.current(r)
+	s, _, ok := h.current(w, r)
 	if !ok {
-		noSession(w)
 		return
 	}
 	info := sessionInfo{Principal: s.principal, CSRFToken: s.csrf, ExpiresAt: s.expires.UTC()}
@@ -496,15 +523,18 @@ func (h *Handler) checkState(w http.ResponseWriter, r *http.Request, s *session)
 
 // logout revokes the session's token and ends the session.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
-	s, id, ok := h.current(r)
+	s, id, ok := h.current(w, r)
 	if !ok {
-		noSession(w)
 		return
 	}
 	if !h.checkState(w, r, s) {
 		return
 	}
-	h.sessions.remove(id)
+	if _, _, err := h.sessions.remove(r.Context(), id); err != nil {
+		h.log.ErrorContext(r.Context(), "console: deleting the session", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "ServiceUnavailableException", "sign-out failed: the session store is unavailable; retry")
+		return
+	}
 	revoked := h.revoke(r.Context(), s)
 	if h.opts.Audit != nil {
 		outcome := audit.OutcomeSuccess
@@ -527,12 +557,26 @@ func (h *Handler) revoke(ctx context.Context, s *session) bool {
 	if h.opts.Tokens == nil {
 		return false
 	}
-	info, err := h.opts.Tokens.Inspect(ctx, s.token)
-	if err == nil {
-		_, err = h.opts.Tokens.Revoke(context.WithoutCancel(ctx), info)
+	ref := s.ref
+	if ref.TokenID == "" {
+		info, err := h.opts.Tokens.Inspect(ctx, s.token)
+		if err != nil {
+			h.log.WarnContext(ctx, "console: token not revoked", "principal", s.principal, "err", err)
+			return false
+		}
+		ref = info
 	}
-	if err != nil {
-		h.log.WarnContext(ctx, "console: token not revoked", "principal", s.principal, "err", err)
+	return h.revokeRef(ctx, s.principal, ref)
+}
+
+// revokeRef revokes the token ref names; it reports whether the token is
+// no longer accepted.
+func (h *Handler) revokeRef(ctx context.Context, principal string, ref auth.TokenInfo) bool {
+	if h.opts.Tokens == nil || ref.TokenID == "" {
+		return false
+	}
+	if _, err := h.opts.Tokens.Revoke(context.WithoutCancel(ctx), ref); err != nil {
+		h.log.WarnContext(ctx, "console: token not revoked", "principal", principal, "err", err)
 		return false
 	}
 	return true
@@ -560,9 +604,8 @@ func proxyTarget(p string) (string, bool) {
 
 // proxy forwards the console's API call with the session's token.
 func (h *Handler) proxy(w http.ResponseWriter, r *http.Request) {
-	s, _, ok := h.current(r)
+	s, _, ok := h.current(w, r)
 	if !ok {
-		noSession(w)
 		return
 	}
 	target, ok := proxyTarget(r.URL.Path)

@@ -1,16 +1,26 @@
 package console
 
 import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"sync"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/floe-lake/floe"
+	"github.com/floe-lake/floe/auth"
+	"github.com/floe-lake/floe/websession"
 )
 
-// DefaultMaxSessions bounds the sessions a Handler holds when
-// Options.MaxSessions is unset.
+// DefaultMaxSessions bounds the sessions held (across every node sharing
+// the store) when Options.MaxSessions is unset.
 const DefaultMaxSessions = 10000
 
 // session is one signed-in browser: the Floe token it acts with and the
@@ -20,26 +30,31 @@ type session struct {
 	csrf      string
 	principal string
 	expires   time.Time
+	// ref names the token for revocation.
+	ref auth.TokenInfo
 }
 
-// sessions is a bounded store of sessions keyed by the SHA-256 of their
-// cookie value (a stolen copy of the store's memory names no cookie). A
-// session lives until its token expires; when the store is full, the
-// session that expires first makes room (its token is handed back to be
-// revoked). It is safe for concurrent use.
+// sessions keeps sessions in a websession.Store (the metadata store, so
+// that every node sees every session at once). From the cookie value id,
+// which only the browser holds, come three independent values: the key
+// the row is found by (SHA-256 of id), the key that seals the token
+// (HMAC-SHA256(id, "floe console token seal")) and the CSRF token
+// (HMAC-SHA256(id, "floe console csrf")). A reader of the store thus finds
+// no cookie, no usable token and no CSRF token in it.
 type sessions struct {
-	max int
-	now func() time.Time
-
-	mu sync.Mutex
-	m  map[[32]byte]*session
+	store websession.Store
+	max   int
+	now   func() time.Time
 }
 
-func newSessions(max int, now func() time.Time) *sessions {
+func newSessions(store websession.Store, max int, now func() time.Time) *sessions {
 	if max <= 0 {
 		max = DefaultMaxSessions
 	}
-	return &sessions{max: max, now: now, m: map[[32]byte]*session{}}
+	if store == nil {
+		store = websession.NewMemory(now)
+	}
+	return &sessions{store: store, max: max, now: now}
 }
 
 // newSecret returns 32 random bytes, URL-safe base64.
@@ -49,71 +64,127 @@ func newSecret() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func key(id string) [32]byte { return sha256.Sum256([]byte(id)) }
+// SessionKey is the key the session named by the cookie value id is
+// stored under (websession.Session.IDHash): the hex SHA-256 of id.
+func SessionKey(id string) string { return lookupKey(id) }
 
-// add stores s and returns the cookie value naming it, and the sessions
-// evicted to make room (expired ones, or the one expiring first).
-func (ss *sessions) add(s *session) (id string, evicted []*session) {
-	id = newSecret()
-	now := ss.now()
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if len(ss.m) >= ss.max {
-		for k, o := range ss.m {
-			if !now.Before(o.expires) {
-				delete(ss.m, k)
-			}
-		}
-	}
-	for len(ss.m) >= ss.max {
-		var first [32]byte
-		var fs *session
-		for k, o := range ss.m {
-			if fs == nil || o.expires.Before(fs.expires) {
-				first, fs = k, o
-			}
-		}
-		delete(ss.m, first)
-		evicted = append(evicted, fs)
-	}
-	ss.m[key(id)] = s
-	return id, evicted
+// lookupKey is the stored key of the session named by cookie value id.
+func lookupKey(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(h[:])
 }
 
-// get returns the live session named by the cookie value id.
-func (ss *sessions) get(id string) (*session, bool) {
+func derive(id, purpose string) []byte {
+	m := hmac.New(sha256.New, []byte(id))
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+// csrfOf is the CSRF token of the session named by id.
+func csrfOf(id string) string {
+	return base64.RawURLEncoding.EncodeToString(derive(id, "floe console csrf"))
+}
+
+func aead(id string) cipher.AEAD {
+	b, err := aes.NewCipher(derive(id, "floe console token seal"))
+	if err != nil {
+		panic(err) // a 32-byte key is always valid
+	}
+	g, err := cipher.NewGCM(b)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+// seal encrypts token under id's key, bound to the row's key.
+func seal(id, token string) string {
+	g := aead(id)
+	nonce := make([]byte, g.NonceSize())
+	_, _ = rand.Read(nonce)
+	return base64.RawStdEncoding.EncodeToString(g.Seal(nonce, nonce, []byte(token), []byte(lookupKey(id))))
+}
+
+// unseal decrypts a sealed token with id's key.
+func unseal(id, sealed string) (string, error) {
+	b, err := base64.RawStdEncoding.DecodeString(sealed)
+	g := aead(id)
+	if err != nil || len(b) < g.NonceSize() {
+		return "", errors.New("console: malformed sealed token")
+	}
+	out, err := g.Open(nil, b[:g.NonceSize()], b[g.NonceSize():], []byte(lookupKey(id)))
+	if err != nil {
+		return "", fmt.Errorf("console: sealed token: %w", err)
+	}
+	return string(out), nil
+}
+
+// add stores s under a new cookie value, which it returns with the
+// sessions evicted to make room (their tokens are to be revoked); s.csrf
+// is set.
+func (ss *sessions) add(ctx context.Context, s *session) (id string, evicted []websession.Session, err error) {
+	id = newSecret()
+	s.csrf = csrfOf(id)
+	evicted, err = ss.store.CreateConsoleSession(ctx, websession.Session{IDHash: lookupKey(id), Principal: s.principal,
+		SealedToken: seal(id, s.token), TokenID: s.ref.TokenID, ClientID: s.ref.ClientID, PrincipalID: s.ref.PrincipalID,
+		ExpiresAt: s.expires, CreatedAt: ss.now()}, ss.max)
+	if err != nil {
+		return "", nil, err
+	}
+	return id, evicted, nil
+}
+
+// fromStored is the session of a stored row named by id.
+func fromStored(id string, st websession.Session) (*session, error) {
+	tok, err := unseal(id, st.SealedToken)
+	if err != nil {
+		return nil, err
+	}
+	return &session{token: tok, csrf: csrfOf(id), principal: st.Principal, expires: st.ExpiresAt, ref: refOf(st)}, nil
+}
+
+// refOf names a stored session's token for revocation.
+func refOf(st websession.Session) auth.TokenInfo {
+	return auth.TokenInfo{TokenID: st.TokenID, ClientID: st.ClientID, PrincipalID: st.PrincipalID, ExpiresAt: st.ExpiresAt}
+}
+
+// get returns the live session named by the cookie value id; ok is false
+// when there is none. err is a failure of the store.
+func (ss *sessions) get(ctx context.Context, id string) (s *session, ok bool, err error) {
 	if id == "" {
-		return nil, false
+		return nil, false, nil
 	}
-	k := key(id)
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	s, ok := ss.m[k]
-	if !ok {
-		return nil, false
+	st, err := ss.store.ConsoleSession(ctx, lookupKey(id))
+	if floe.KindOf(err) == floe.NotFound {
+		return nil, false, nil
 	}
-	if !ss.now().Before(s.expires) {
-		delete(ss.m, k)
-		return nil, false
+	if err != nil {
+		return nil, false, err
 	}
-	return s, true
+	if !ss.now().Before(st.ExpiresAt) {
+		return nil, false, nil
+	}
+	s, err = fromStored(id, st)
+	if err != nil {
+		return nil, false, nil // not the key it was sealed with: not this session
+	}
+	return s, true, nil
 }
 
 // remove deletes the session named by id and returns it.
-func (ss *sessions) remove(id string) (*session, bool) {
-	k := key(id)
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	s, ok := ss.m[k]
-	delete(ss.m, k)
-	return s, ok
-}
-
-// len is how many sessions are held (live or not yet swept).
-func (ss *sessions) len() int {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return len(ss.m)
+func (ss *sessions) remove(ctx context.Context, id string) (*session, bool, error) {
+	st, err := ss.store.DeleteConsoleSession(ctx, lookupKey(id))
+	if floe.KindOf(err) == floe.NotFound {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	s, err := fromStored(id, st)
+	if err != nil {
+		return nil, false, nil
+	}
+	return s, true, nil
 }
 
 // csrfOK reports whether got is the session's CSRF token (in constant time).

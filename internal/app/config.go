@@ -158,7 +158,8 @@ type Config struct {
 	// Console serves the web console under /console/ on the catalog
 	// listener: "on" (default) or "off" (env FLOE_CONSOLE).
 	Console string `yaml:"console"`
-	// ConsoleMaxSessions bounds the console's signed-in sessions (env
+	// ConsoleMaxSessions bounds the console's signed-in sessions, kept in
+	// the metadata store and shared by every node on it (env
 	// FLOE_CONSOLE_MAX_SESSIONS, default 10000); when full, the session
 	// expiring first is ended and its token revoked.
 	ConsoleMaxSessions int `yaml:"console_max_sessions"`

@@ -15,7 +15,8 @@ import (
 // newConsole builds the web console (served under /console/), which
 // forwards its API calls to upstream, the catalog listener's dispatcher.
 func (a *App) newConsole(upstream http.Handler) http.Handler {
-	opts := console.Options{Upstream: upstream, Audit: a.auditMgmt, MaxSessions: a.cfg.ConsoleMaxSessions, PublicURL: a.cfg.PublicURL, Logger: a.log}
+	opts := console.Options{Upstream: upstream, Audit: a.auditMgmt, MaxSessions: a.cfg.ConsoleMaxSessions, PublicURL: a.cfg.PublicURL, Logger: a.log,
+		Sessions: a.store} // shared by every node on the store
 	if !a.cfg.InsecureNoAuth {
 		opts.Tokens = a.auth
 		opts.Password = a.consolePassword

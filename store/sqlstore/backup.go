@@ -352,7 +352,7 @@ const (
 
 // seedTables are tables whose single row the migrations insert: a store
 // with only those rows (and an empty audit chain) is empty.
-var seedTables = []string{"audit_head", "authz_version", "revocation_version"}
+var seedTables = []string{"audit_head", "authz_version", "revocation_version", "console_session_lock"}
 
 // Restore replaces the store's contents with the backup read from r, in one
 // transaction: it drops every table, recreates the schema at the backup's
