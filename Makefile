@@ -7,12 +7,12 @@
 #                the console's browser tests
 #   make doctest run every shell, SQL and Python snippet of README.md and docs/
 #   make soak    the memory soak alone (FLOE_SOAK_SECONDS, default 600)
-#   make console the web console's browser tests (npm; Debian's chromium)
+#   make console the web console's browser tests (npm; Debian's chromium and firefox-esr)
 #   make run     run Floe locally with the CRM demo dataset
 #
 # Needs Go, Python 3.11+ (with venv), Java 17 with Maven (for the Iceberg
 # Spark runtime), a JDK 24+ for Trino, Node.js with npm and Debian's chromium
-# (for the console tests), and access to PyPI, Maven Central and npm.
+# and firefox-esr (for the console tests), and access to PyPI, Maven Central and npm.
 # PostgreSQL store tests run when FLOE_TEST_PG_DSN is set (see
 # store/sqlstore/testdata/start-postgres.sh).
 
@@ -66,9 +66,9 @@ test-go:
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 # console runs the web console's browser tests (tests/console: playwright-core
-# from npm, pinned by its package-lock.json, driving Debian's chromium
-# headless) against bin/floe serve --demo; screenshots go to
-# $(CONSOLE_ARTIFACTS).
+# and puppeteer-core from npm, pinned by its package-lock.json, driving
+# Debian's chromium and firefox-esr headless) against bin/floe serve --demo;
+# screenshots go to $(CONSOLE_ARTIFACTS).
 CONSOLE_ARTIFACTS ?= $(or $(FLOE_CONSOLE_ARTIFACTS),tests/console/artifacts)
 console: build
 	cd tests/console && npm ci --no-audit --no-fund --silent
