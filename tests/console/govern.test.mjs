@@ -406,6 +406,40 @@ test('a principal with DESCRIBE only sees no Principals controls and no grant ed
   assert.deepEqual(problems, []);
 });
 
+test('a steward of one table gets its grant editor, with the tag-expression scope only with MANAGE_GRANTS on the warehouse', async (t) => {
+  const st = await api('POST', '/api/v1/principals', { name: 'steward' });
+  assert.equal(st.status, 201, JSON.stringify(st.data));
+  assert.equal((await api('POST', '/api/v1/grants', { grantee: { kind: 'principal', name: 'steward' }, privilege: 'MANAGE_GRANTS',
+    on: { kind: 'table', namespace: ['crm'], name: 'accounts' } })).status, 201);
+  const { page, problems } = await newPage(t);
+  await signIn(page, st.data.client_id, st.data.client_secret);
+  await page.goto(base + '/console/#/table/crm/accounts');
+  await page.locator('#grant-editor').waitFor();
+  assert.deepEqual(await page.locator('#grant-scope option').evaluateAll((os) => os.map((o) => o.value)), ['table'], 'no tag-expression scope');
+  // The API agrees with the hidden control: a tag-based grant is refused.
+  const tok = await tokenFor(st.data.client_id, st.data.client_secret);
+  const refused = await api('POST', '/api/v1/grants', { grantee: { kind: 'role', name: 'eu_analysts' }, privilege: 'DESCRIBE', tag_expression: 'domain = crm' }, tok);
+  assert.equal(refused.status, 403, JSON.stringify(refused.data));
+  // A grant on its table through the editor is made, as the steward.
+  await page.locator('#grantee-kind').selectOption('principal');
+  await page.locator('#grantee-name').fill('viewer');
+  await page.locator('#grant-privilege').selectOption('SELECT');
+  await page.locator('#grant-include-columns').fill('account_id, name');
+  await page.locator('#grant-editor button[type=submit]').click();
+  await page.locator('table[aria-label="Grants"] tr', { hasText: 'principal viewer' }).filter({ hasText: 'only columns: account_id, name' }).waitFor();
+  const made = (await grantsOf('viewer')).find((g) => g.privilege === 'SELECT' && g.on.name === 'accounts');
+  assert.ok(made, 'the API has the grant');
+  assert.equal(made.created_by, 'steward');
+  assert.deepEqual(made.filter.include_columns, ['account_id', 'name']);
+  // With MANAGE_GRANTS on the warehouse, the tag-expression scope appears.
+  assert.equal((await api('POST', '/api/v1/grants', { grantee: { kind: 'principal', name: 'steward' }, privilege: 'MANAGE_GRANTS',
+    on: { kind: 'warehouse' } })).status, 201);
+  await page.reload();
+  await page.locator('#grant-editor').waitFor();
+  assert.deepEqual(await page.locator('#grant-scope option').evaluateAll((os) => os.map((o) => o.value)), ['table', 'tags']);
+  assert.deepEqual(problems, []);
+});
+
 test('markup in a role name, a tag and a filter stays text', async (t) => {
   const g = await api('POST', '/api/v1/grants', { grantee: { kind: 'role', name: XSS_ROLE }, privilege: 'SELECT',
     on: { kind: 'table', namespace: ['crm'], name: 'accounts' }, filter: { row_filter: XSS_FILTER } });
