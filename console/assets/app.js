@@ -169,7 +169,7 @@ async function listAll(ns) {
 }
 
 async function renderCatalog() {
-  const search = el('input', { id: 'search', type: 'search', placeholder: 'Filter tables, views, namespaces…', 'aria-label': 'Search the catalog' });
+  const search = el('input', { id: 'search', type: 'search', placeholder: 'Filter tables, views, namespaces, products, shares…', 'aria-label': 'Search the catalog' });
   const results = el('div', { class: 'cards', id: 'catalog' }, el('p', { class: 'muted' }, 'Loading…'));
   const extra = el('div', {});
   show(el('h1', {}, `Warehouse ${state.warehouse}`), el('p', {}, el('label', { for: 'search' }, 'Search '), search), results, extra);
@@ -197,20 +197,31 @@ async function renderCatalog() {
     }
     results.replaceChildren(...(cards.length ? cards : [el('p', { class: 'muted' }, 'Nothing matches.')]));
   };
-  search.addEventListener('input', draw);
+  // Data products and shares, when the principal may see them; the
+  // search filters them too.
+  let pl = null; let sl = null;
+  const drawExtra = () => {
+    if (pl === null) return;
+    const q = search.value.trim().toLowerCase();
+    const ps = pl.filter((p) => !q || `${p.name} ${p.description || ''}`.toLowerCase().includes(q));
+    const ss = sl.filter((x) => !q || x.name.toLowerCase().includes(q));
+    extra.replaceChildren(
+      el('h2', {}, 'Data products'),
+      ps.length ? el('ul', { id: 'product-list' }, ps.map((p) => el('li', {}, el('a', { href: `#/product/${encodeURIComponent(p.name)}` }, p.name), p.description ? ` — ${p.description}` : '')))
+        : el('p', { class: 'muted' }, q && pl.length ? 'none matches' : 'none visible'),
+      el('h2', {}, 'Shares'),
+      ss.length ? el('ul', { id: 'share-links' }, ss.map((x) => el('li', {}, el('a', { href: `#/share/${encodeURIComponent(x.name)}` }, x.name))))
+        : el('p', { class: 'muted' }, q && sl.length ? 'none matches' : 'none visible'));
+  };
+  search.addEventListener('input', () => { draw(); drawExtra(); });
   draw();
-  // Data products and shares, when the principal may see them.
   const [prods, shares] = await Promise.all([
     api('GET', '/api/v1/products').catch(() => null),
     api('GET', '/api/v1/shares').catch(() => null),
   ]);
-  const pl = (prods && (prods.products || prods)) || [];
-  const sl = (shares && (shares.shares || shares)) || [];
-  extra.replaceChildren(
-    el('h2', {}, 'Data products'),
-    Array.isArray(pl) && pl.length ? el('ul', {}, pl.map((p) => el('li', {}, el('a', { href: `#/product/${encodeURIComponent(p.name)}` }, p.name), p.description ? ` — ${p.description}` : ''))) : el('p', { class: 'muted' }, 'none visible'),
-    el('h2', {}, 'Shares'),
-    Array.isArray(sl) && sl.length ? el('ul', {}, sl.map((s) => el('li', {}, el('a', { href: `#/share/${encodeURIComponent(s.name)}` }, s.name)))) : el('p', { class: 'muted' }, 'none visible'));
+  const list = (v, k) => { const a = (v && (v[k] || v)) || []; return Array.isArray(a) ? a : []; };
+  pl = list(prods, 'products'); sl = list(shares, 'shares');
+  drawExtra();
 }
 
 // ---- table page ----

@@ -2,7 +2,7 @@
 // console, every piece of text from the server is set as text, never as
 // HTML.
 
-import { el, api, errorBox, table, tags, show, state, fmtTime, nsPath, loadPrefix } from './app.js';
+import { el, api, APIError, errorBox, table, tags, show, status, state, fmtTime, nsPath, loadPrefix } from './app.js';
 
 const typeText = (t) => (typeof t === 'string' ? t : JSON.stringify(t));
 
@@ -11,16 +11,56 @@ function schemaTable(schema, label) {
   return table(['Column', 'Type', 'Required', 'Doc'], fields.map((f) => [f.name, el('td', {}, el('code', {}, typeText(f.type))), f.required ? 'yes' : 'no', f.doc || '']), { label });
 }
 
+// viewTags fills box with the view's own and effective tags, and for a
+// principal that may manage grants on the view (tags decide tag-based
+// access) an editor to set a tag and remove one.
+async function viewTags(box, nsName, name, canTag) {
+  const q = `warehouse=${encodeURIComponent(state.warehouse)}&namespace=${encodeURIComponent(nsName)}&view=${encodeURIComponent(name)}`;
+  const target = { on: { kind: 'view', warehouse: state.warehouse, namespace: nsName.split('.'), name } };
+  let t;
+  try { t = await api('GET', `/api/v1/tags?${q}`); } catch (e) { box.replaceChildren(errorBox(e)); return; }
+  const redraw = () => viewTags(box, nsName, name, canTag);
+  const own = Object.entries(t.tags || {});
+  const parts = [el('p', { id: 'view-tags' }, 'Tags: ', tags(t.effective_tags))];
+  if (canTag) {
+    if (own.length) {
+      parts.push(el('p', {}, 'Set on the view: ', own.map(([k, v]) => el('span', { class: 'tag' }, `${k}=${v} `,
+        el('button', { type: 'button', class: 'link', 'aria-label': `Remove tag ${k}`, onclick: async () => {
+          try { await api('DELETE', '/api/v1/tags', { target, keys: [k] }); status(`Removed tag ${k}`); redraw(); } catch (e) { status(e.message); }
+        } }, '×')))));
+    }
+    const key = el('input', { id: 'view-tag-key', required: true });
+    const value = el('input', { id: 'view-tag-value', required: true });
+    const err = el('span', { class: 'field-error error', id: 'view-tag-error', role: 'alert' });
+    const form = el('form', { class: 'inline', id: 'view-tag-editor', 'aria-label': 'Set a tag on the view' },
+      el('label', { for: 'view-tag-key' }, 'Key', key), el('label', { for: 'view-tag-value' }, 'Value', value), el('button', { type: 'submit' }, 'Set tag'), err);
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault(); err.textContent = '';
+      try { await api('PUT', '/api/v1/tags', { target, tags: { [key.value.trim()]: value.value } }); status(`Tagged ${key.value.trim()}`); redraw(); }
+      catch (e) { err.textContent = e instanceof APIError ? e.message : String(e); }
+    });
+    parts.push(form);
+  }
+  box.replaceChildren(...parts);
+}
+
 // renderView is a view's page: its SQL per dialect, schema, security mode
 // (definer or invoker rights) and version history, from the REST catalog's
 // loadView (DESCRIBE on the view).
 export async function renderView(nsName, name) {
   show(el('h1', {}, `View ${nsName}.${name}`), el('p', { class: 'muted' }, 'Loading…'));
-  let md;
+  let md; let privs;
   try {
     await loadPrefix();
-    md = (await api('GET', `/v1/${state.prefix}/namespaces/${nsPath(nsName.split('.'))}/views/${encodeURIComponent(name)}`)).metadata;
+    const q = `warehouse=${encodeURIComponent(state.warehouse)}&namespace=${encodeURIComponent(nsName)}&view=${encodeURIComponent(name)}`;
+    const [v, pv] = await Promise.all([
+      api('GET', `/v1/${state.prefix}/namespaces/${nsPath(nsName.split('.'))}/views/${encodeURIComponent(name)}`),
+      api('GET', `/api/v1/privileges?${q}`).catch((e) => { if (e.status === 401) throw e; return { privileges: [] }; }),
+    ]);
+    md = v.metadata; privs = pv.privileges || [];
   } catch (e) { show(el('h1', {}, `View ${nsName}.${name}`), errorBox(e)); return; }
+  const canTag = (state.who && state.who.admin) || privs.includes('MANAGE_GRANTS');
+  const tagBox = el('div', { id: 'view-tag-box' }, el('p', { class: 'muted' }, 'Tags: …'));
   const versions = (md.versions || []).slice().sort((a, b) => b['timestamp-ms'] - a['timestamp-ms']);
   const cur = versions.find((v) => v['version-id'] === md['current-version-id']) || versions[0] || {};
   const schema = (md.schemas || []).find((s) => s['schema-id'] === cur['schema-id']);
@@ -31,6 +71,7 @@ export async function renderView(nsName, name) {
   show(
     el('h1', {}, `View ${nsName}.${name}`),
     el('p', { class: 'muted' }, `Location ${md.location || ''} · format v${md['format-version']} · ${versions.length} version(s) · current version ${cur['version-id']}`),
+    tagBox,
     el('p', { id: 'view-security' }, 'Security: ', el('strong', {}, definer ? 'definer rights' : 'invoker rights'),
       definer ? ` — readers need SELECT on the view only; its tables are read with the grants of ${who || '(no recorded definer: reads are refused)'}`
         : ' — readers need SELECT on the view and on every table it reads'),
@@ -45,6 +86,7 @@ export async function renderView(nsName, name) {
       (v.summary || {})['floe.definer'] || '', String(v['schema-id']), (v['default-namespace'] || []).join('.')]), { label: 'View versions', class: 'versions' }),
     el('h2', {}, 'Properties'),
     Object.keys(props).length ? table(['Key', 'Value'], Object.entries(props).map(([k, v]) => [k, v])) : el('p', { class: 'muted' }, 'none'));
+  viewTags(tagBox, nsName, name, canTag);
 }
 
 function expectationText(x) {

@@ -329,7 +329,15 @@ test('view and data product pages', async (t) => {
   assert.equal(check.status, 200, JSON.stringify(check.data));
   const { page, problems } = await newPage(t);
   await signIn(page, ADMIN_ID, ADMIN_SECRET);
-  await page.locator('a', { hasText: 'sales_pipeline' }).click();
+  // The catalog search finds products and shares too.
+  await page.locator('#product-list a', { hasText: 'sales_pipeline' }).waitFor();
+  await page.locator('#share-links a', { hasText: 'partner_share' }).waitFor();
+  await page.getByLabel('Search the catalog').fill('partner');
+  await page.locator('#product-list').waitFor({ state: 'detached' });
+  assert.deepEqual(await page.locator('#share-links a').allTextContents(), ['partner_share']);
+  await page.getByLabel('Search the catalog').fill('sales_pipe');
+  await page.locator('#share-links').waitFor({ state: 'detached' });
+  await page.locator('#product-list a', { hasText: 'sales_pipeline' }).click();
   await page.locator('table[aria-label="Outputs"]').waitFor();
   const product = (await api('GET', '/api/v1/products/sales_pipeline')).data;
   assert.equal(await page.locator('table[aria-label="Outputs"] tbody tr').count(), product.outputs.length);
@@ -353,7 +361,19 @@ test('view and data product pages', async (t) => {
   assert.equal(await page.locator('#view-sql pre').first().textContent(), cur.representations[0].sql);
   assert.equal(await page.locator('table[aria-label="View versions"] tbody tr').count(), vmd.versions.length);
   assert.ok(await page.locator('table[aria-label="View schema"] tbody tr').count() > 0);
+  // Tags on the view: set one (markup stays text), the API has it; remove it.
+  await page.locator('#view-tag-editor').waitFor();
+  await page.locator('#view-tag-key').fill('tier');
+  await page.locator('#view-tag-value').fill(XSS_TAG);
+  await page.locator('#view-tag-editor button[type=submit]').click();
+  await page.locator('#view-tags .tag', { hasText: `tier=${XSS_TAG}` }).waitFor();
+  const vt = await api('GET', '/api/v1/tags?namespace=crm&view=pipeline');
+  assert.equal(vt.data.tags.tier, XSS_TAG);
   await shot(page, 'view');
+  await page.getByRole('button', { name: 'Remove tag tier' }).click();
+  await page.waitForFunction(() => !document.getElementById('view-tags').textContent.includes('tier='));
+  assert.equal((await api('GET', '/api/v1/tags?namespace=crm&view=pipeline')).data.tags.tier, undefined);
+  assert.equal(await page.locator('main script').count(), 0);
   assert.deepEqual(problems, []);
 });
 
@@ -398,6 +418,9 @@ test('a principal with DESCRIBE only sees no Principals controls and no grant ed
   // administrators.
   const rows = await page.locator('table[aria-label="Effective access"] tbody tr').allTextContents();
   assert.ok(rows.length >= 1 && rows.every((r) => r.includes('principal viewer')), `only its own grants: ${rows}`);
+  await page.goto(base + '/console/#/view/crm/pipeline');
+  await page.locator('#view-tags').waitFor();
+  assert.equal(await page.locator('#view-tag-editor').count(), 0, 'no tag editor on a view');
   // The API refuses what the page hides.
   const tok = await tokenFor(viewer.id, viewer.secret);
   assert.equal((await api('GET', '/api/v1/principals', undefined, tok)).status, 403);
@@ -456,4 +479,20 @@ test('markup in a role name, a tag and a filter stays text', async (t) => {
   assert.equal(await page.locator('img[src=x]').count(), 0, 'no <img> made from a role name');
   assert.equal(await page.locator('main svg, main script').count(), 0, 'no <svg> or <script> made from a filter or tag');
   assert.deepEqual(problems, [], 'no dialog, page error or external request');
+});
+
+test('every control of the new pages has a label', async (t) => {
+  const { page, problems } = await newPage(t);
+  await signIn(page, ADMIN_ID, ADMIN_SECRET);
+  for (const hash of ['#/table/crm/accounts', '#/principals', '#/share/partner_share', '#/recipient/partner', '#/view/crm/pipeline', '#/product/sales_pipeline']) {
+    await page.goto(base + '/console/' + hash);
+    await page.locator('main h1').waitFor();
+    await page.waitForTimeout(400);
+    const unlabeled = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea, button')]
+      .filter((e) => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
+      .map((e) => e.outerHTML.slice(0, 80)));
+    assert.deepEqual(unlabeled, [], `controls without a label on ${hash}`);
+    assert.ok(await page.locator('main form, main table').count() > 0, `${hash} has its content`);
+  }
+  assert.deepEqual(problems, []);
 });
