@@ -57,6 +57,12 @@ type Maintainer struct {
 	// Stats caches Show's file statistics per snapshot; nil reads the
 	// manifests every time.
 	Stats *StatsCache
+	// Scheduled names the jobs the background scheduler runs (nil: no
+	// scheduler runs on this node's configuration); Show then says when
+	// each next runs on the table.
+	Scheduled []string
+	// Now is the clock of Show's next runs (default time.Now).
+	Now func() time.Time
 }
 
 // onDemandTTL is the lease TTL of an on-demand run; it is renewed every third.

@@ -42,6 +42,9 @@ type TableInfo struct {
 	Policy        PolicyInfo   `json:"policy"`
 	// Runs are the latest maintenance runs on the table, newest first.
 	Runs []RunInfo `json:"maintenance_runs"`
+	// NextRuns say when the background scheduler next runs each job the
+	// table's policy enables, soonest first (empty when no scheduler runs).
+	NextRuns []NextRun `json:"next_runs"`
 }
 
 // SnapshotInfo is one snapshot.
@@ -153,6 +156,14 @@ func (m *Maintainer) Show(ctx context.Context, wh string, id catalog.Ident) (Tab
 		}
 		info.DataManifests, info.DataFiles, info.DeleteFiles, info.Records, info.Bytes = fs.DataManifests, fs.DataFiles, fs.DeleteFiles, fs.Records, fs.Bytes
 		info.Partitions, info.SizeHistogram = fs.Partitions, fs.SizeHistogram
+	}
+	now := time.Now
+	if m.Now != nil {
+		now = m.Now
+	}
+	info.NextRuns = NextRuns(p, wh, id, m.Scheduled, m.Env.Interval, m.Lifecycle != nil && m.Lifecycle.Cold != nil, now())
+	if info.NextRuns == nil {
+		info.NextRuns = []NextRun{}
 	}
 	if m.Store != nil {
 		runs, err := m.Store.MaintenanceRuns(ctx, RunFilter{Warehouse: wh, Table: &id, Limit: maxShownRuns})

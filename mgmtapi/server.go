@@ -197,6 +197,7 @@ func (h *Handler) table() []route {
 		{"POST", p + "/tables/{warehouse}/{namespace}/{table}/maintenance", "mgmt.table.maintain", h.maintainTable},
 		{"GET", p + "/tables/{warehouse}/{namespace}/{table}/summary", "", h.tableSummary},
 		{"GET", p + "/tables/{warehouse}/{namespace}/{table}/timeline", "", h.tableTimeline},
+		{"GET", p + "/tables/{warehouse}/{namespace}/{table}/access", "", h.tableAccess},
 		{"POST", p + "/query", "", h.query},
 	}
 }

@@ -3,6 +3,9 @@
 // Content-Security-Policy forbids inline script, so names and tags holding
 // markup stay text.
 
+import { drawAccess, renderPrincipals, renderShare, renderRecipient, profileOnce } from './govern.js';
+import { renderView, renderProduct } from './browse.js';
+
 const API = '/console/api';
 const state = { csrf: '', who: null, prefix: 'floe', warehouse: 'floe' };
 
@@ -26,7 +29,8 @@ function el(tag, attrs, ...kids) {
 const main = () => document.getElementById('main');
 function show(...nodes) {
   const m = main();
-  m.replaceChildren(...nodes);
+  // replaceChildren would show a null as the text "null".
+  m.replaceChildren(...nodes.filter((n) => n !== null && n !== undefined && n !== false));
 }
 function status(msg) {
   const s = document.getElementById('status');
@@ -180,7 +184,7 @@ async function listAll(ns) {
 }
 
 async function renderCatalog() {
-  const search = el('input', { id: 'search', type: 'search', placeholder: 'Filter tables, views, namespaces…', 'aria-label': 'Search the catalog' });
+  const search = el('input', { id: 'search', type: 'search', placeholder: 'Filter tables, views, namespaces, products, shares…', 'aria-label': 'Search the catalog' });
   const results = el('div', { class: 'cards', id: 'catalog' }, el('p', { class: 'muted' }, 'Loading…'));
   const extra = el('div', {});
   show(el('h1', {}, `Warehouse ${state.warehouse}`), el('p', {}, el('label', { for: 'search' }, 'Search '), search), results, extra);
@@ -203,25 +207,36 @@ async function renderCatalog() {
       cards.push(el('section', { class: 'card', 'aria-label': `namespace ${nsName}` },
         el('h3', {}, nsName),
         ts.length ? el('ul', { 'aria-label': 'tables' }, ts.map((t) => el('li', {}, el('a', { href: `#/table/${encodeURIComponent(nsName)}/${encodeURIComponent(t.name)}` }, t.name)))) : null,
-        vs.length ? el('ul', { 'aria-label': 'views' }, vs.map((v) => el('li', {}, 'view ', el('span', {}, v.name)))) : null,
+        vs.length ? el('ul', { 'aria-label': 'views' }, vs.map((v) => el('li', {}, 'view ', el('a', { href: `#/view/${encodeURIComponent(nsName)}/${encodeURIComponent(v.name)}` }, v.name)))) : null,
         !ts.length && !vs.length ? el('p', { class: 'muted' }, 'no tables or views you may see') : null));
     }
     results.replaceChildren(...(cards.length ? cards : [el('p', { class: 'muted' }, 'Nothing matches.')]));
   };
-  search.addEventListener('input', draw);
+  // Data products and shares, when the principal may see them; the
+  // search filters them too.
+  let pl = null; let sl = null;
+  const drawExtra = () => {
+    if (pl === null) return;
+    const q = search.value.trim().toLowerCase();
+    const ps = pl.filter((p) => !q || `${p.name} ${p.description || ''}`.toLowerCase().includes(q));
+    const ss = sl.filter((x) => !q || x.name.toLowerCase().includes(q));
+    extra.replaceChildren(
+      el('h2', {}, 'Data products'),
+      ps.length ? el('ul', { id: 'product-list' }, ps.map((p) => el('li', {}, el('a', { href: `#/product/${encodeURIComponent(p.name)}` }, p.name), p.description ? ` — ${p.description}` : '')))
+        : el('p', { class: 'muted' }, q && pl.length ? 'none matches' : 'none visible'),
+      el('h2', {}, 'Shares'),
+      ss.length ? el('ul', { id: 'share-links' }, ss.map((x) => el('li', {}, el('a', { href: `#/share/${encodeURIComponent(x.name)}` }, x.name))))
+        : el('p', { class: 'muted' }, q && sl.length ? 'none matches' : 'none visible'));
+  };
+  search.addEventListener('input', () => { draw(); drawExtra(); });
   draw();
-  // Data products and shares, when the principal may see them.
   const [prods, shares] = await Promise.all([
     api('GET', '/api/v1/products').catch(() => null),
     api('GET', '/api/v1/shares').catch(() => null),
   ]);
-  const pl = (prods && (prods.products || prods)) || [];
-  const sl = (shares && (shares.shares || shares)) || [];
-  extra.replaceChildren(
-    el('h2', {}, 'Data products'),
-    Array.isArray(pl) && pl.length ? el('ul', {}, pl.map((p) => el('li', {}, `${p.name}${p.description ? ' — ' + p.description : ''}`))) : el('p', { class: 'muted' }, 'none visible'),
-    el('h2', {}, 'Shares'),
-    Array.isArray(sl) && sl.length ? el('ul', {}, sl.map((s) => el('li', {}, s.name))) : el('p', { class: 'muted' }, 'none visible'));
+  const list = (v, k) => { const a = (v && (v[k] || v)) || []; return Array.isArray(a) ? a : []; };
+  pl = list(prods, 'products'); sl = list(shares, 'shares');
+  drawExtra();
 }
 
 // ---- table page ----
@@ -273,6 +288,14 @@ function histogramChart(buckets) {
   });
   svg.append(el('text', { x: 4, y: T + 10 }, `${max} files`));
   return svg;
+}
+
+// nextRuns says when the background scheduler next runs each job on the
+// table (the summary's next_runs).
+function nextRuns(runs) {
+  if (!runs || !runs.length) return el('p', { class: 'muted', id: 'next-run' }, 'Next run: none scheduled (no background maintenance on this server, or every job is off for this table).');
+  return el('div', { id: 'next-run' }, el('p', {}, 'Next run: ', el('strong', {}, `${fmtTime(Date.parse(runs[0].at))}`), ` (${runs[0].job})`),
+    table(['Job', 'Next run', 'Every'], runs.map((r) => [r.job, fmtTime(Date.parse(r.at)), r.every]), { label: 'Next maintenance runs' }));
 }
 
 // snapshotsOf turns the timeline endpoint's points into chart points.
@@ -379,48 +402,14 @@ async function renderTable(nsName, name) {
         el('p', {}, `${(s.data_files || 0).toLocaleString()} data files, ${(s.delete_files || 0).toLocaleString()} delete files, ${(s.records || 0).toLocaleString()} rows, ${fmtBytes(s.bytes)} in the current snapshot.`),
         histogramChart(s.size_histogram),
         el('h2', {}, 'Maintenance'),
+        nextRuns(s.next_runs),
         (s.maintenance_runs || []).length ? table(['Job', 'Outcome', 'Started', 'Finished', 'Detail'], s.maintenance_runs.map((r) => [r.job, r.outcome, r.started || '', r.finished || '', r.detail || ''])) : el('p', { class: 'muted' }, 'no maintenance runs yet'));
     }).catch((e) => sizes.replaceChildren(errorBox(e)));
     runQuery(`SELECT * FROM ${quoteIdent(nsName)}.${quoteIdent(name)} LIMIT 20`, 20).then(({ cols: c, rows }) => {
       preview.replaceChildren(grid(c, rows));
     }).catch((e) => preview.replaceChildren(errorBox(e)));
   }
-  drawAccess(access, nsName, name, q, canGrant);
-}
-
-async function drawAccess(access, nsName, name, q, canGrant) {
-  let grants;
-  try { grants = (await api('GET', `/api/v1/grants?namespace=${encodeURIComponent(nsName)}&table=${encodeURIComponent(name)}`)).grants || []; }
-  catch (e) { access.replaceChildren(errorBox(e)); return; }
-  const on = { kind: 'table', warehouse: state.warehouse, namespace: nsName.split('.'), name };
-  const rows = grants.map((g) => [
-    `${g.grantee.kind} ${g.grantee.name}`, g.privilege, g.description || '',
-    canGrant ? el('td', {}, el('button', { type: 'button', class: 'secondary', 'aria-label': `Revoke ${g.privilege} from ${g.grantee.name}`,
-      onclick: async () => {
-        try { await api('DELETE', `/api/v1/grants/${encodeURIComponent(g.id)}`); status(`Revoked ${g.privilege} from ${g.grantee.name}`); drawAccess(access, nsName, name, q, canGrant); }
-        catch (e) { status(e.message); }
-      } }, 'Revoke')) : '',
-  ]);
-  const parts = [grants.length ? table(['Grantee', 'Privilege', 'Why', ''], rows, { label: 'Grants' }) : el('p', { class: 'muted' }, 'No grants you may see on this table.')];
-  if (canGrant) {
-    const kind = el('select', { id: 'grantee-kind' }, el('option', { value: 'role' }, 'role'), el('option', { value: 'principal' }, 'principal'));
-    const who = el('input', { id: 'grantee-name', required: true });
-    const priv = el('select', { id: 'grant-privilege' }, ['SELECT', 'DESCRIBE', 'MODIFY', 'MANAGE_GRANTS'].map((p) => el('option', { value: p }, p)));
-    const msg = el('span', { role: 'alert' });
-    const form = el('form', { class: 'inline', id: 'grant-editor', 'aria-label': 'Grant a privilege' },
-      el('label', { for: 'grantee-kind' }, 'Grantee kind', kind), el('label', { for: 'grantee-name' }, 'Grantee name', who),
-      el('label', { for: 'grant-privilege' }, 'Privilege', priv), el('button', { type: 'submit' }, 'Grant'), msg);
-    form.addEventListener('submit', async (ev) => {
-      ev.preventDefault();
-      try {
-        await api('POST', '/api/v1/grants', { grantee: { kind: kind.value, name: who.value }, privilege: priv.value, on });
-        status(`Granted ${priv.value} to ${kind.value} ${who.value}`);
-        drawAccess(access, nsName, name, q, canGrant);
-      } catch (e) { msg.textContent = e.message; msg.className = 'error'; }
-    });
-    parts.push(el('h3', {}, 'Grant'), form);
-  }
-  access.replaceChildren(...parts);
+  drawAccess(access, nsName, name, canGrant);
 }
 
 // ---- query ----
@@ -528,10 +517,10 @@ async function renderShares() {
       const recips = (r && (r.recipients || r)) || [];
       list.replaceChildren(
         el('h2', {}, 'Shares'),
-        shares.length ? table(['Name', 'Comment', 'Objects', 'Recipients'], shares.map((x) => [x.name, x.comment || '',
+        shares.length ? table(['Name', 'Comment', 'Objects', 'Recipients'], shares.map((x) => [el('td', {}, el('a', { href: `#/share/${encodeURIComponent(x.name)}` }, x.name)), x.comment || '',
           String((x.objects || []).map((o) => o.name).join(', ')), String((x.recipients || []).join(', '))]), { label: 'Shares' }) : el('p', { class: 'muted' }, 'none'),
         el('h2', {}, 'Recipients'),
-        recips.length ? table(['Name', 'Comment', 'Tokens'], recips.map((x) => [x.name, x.comment || '', String((x.tokens || []).length)]), { label: 'Recipients' }) : el('p', { class: 'muted' }, 'none'));
+        recips.length ? table(['Name', 'Comment', 'Tokens'], recips.map((x) => [el('td', {}, el('a', { href: `#/recipient/${encodeURIComponent(x.name)}` }, x.name)), x.comment || '', String((x.tokens || []).length)]), { label: 'Recipients' }) : el('p', { class: 'muted' }, 'none'));
     } catch (e) { list.replaceChildren(errorBox(e)); }
   };
   sform.addEventListener('submit', async (ev) => {
@@ -550,13 +539,7 @@ async function renderShares() {
     try {
       const res = await api('POST', '/api/v1/recipients', { name: rname.value });
       if (rshare.value.trim()) await api('PUT', `/api/v1/shares/${encodeURIComponent(rshare.value.trim())}/recipients/${encodeURIComponent(rname.value)}`);
-      const profile = JSON.stringify(res.profile, null, 2);
-      const fname = `${rname.value}.share`;
-      once.replaceChildren(el('h2', {}, `Profile of ${rname.value} — shown once`),
-        el('p', {}, 'This is the only time the recipient\'s bearer token is shown. Download it and hand it over securely.'),
-        el('pre', { id: 'profile' }, profile),
-        el('button', { type: 'button', onclick: () => download(fname, new Blob([profile], { type: 'application/json' })) }, 'Download profile'),
-        ' ', el('button', { type: 'button', class: 'secondary', onclick: () => once.replaceChildren() }, 'Done'));
+      profileOnce(once, rname.value, res.profile);
       status(`Created recipient ${rname.value}`); draw();
     } catch (e) { rmsg.textContent = e.message; rmsg.className = 'error'; }
   });
@@ -608,15 +591,21 @@ async function route() {
   const h = location.hash || '#/';
   for (const a of document.querySelectorAll('header nav a')) {
     const target = a.getAttribute('href');
-    if ((target === '#/' && (h === '#/' || h.startsWith('#/table/'))) || (target !== '#/' && h.startsWith(target))) a.setAttribute('aria-current', 'page');
+    if ((target === '#/' && (h === '#/' || /^#\/(table|view|product)\//.test(h))) || (target === '#/shares' && /^#\/(share|recipient)\//.test(h)) || (target !== '#/' && h.startsWith(target))) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
+  document.getElementById('nav-principals').hidden = !state.who.admin;
   const parts = h.slice(2).split('/').map(decodeURIComponent);
   try {
     if (parts[0] === 'table' && parts.length === 3) await renderTable(parts[1], parts[2]);
     else if (parts[0] === 'query') renderQuery();
     else if (parts[0] === 'shares') await renderShares();
     else if (parts[0] === 'audit') await renderAudit();
+    else if (parts[0] === 'principals') await renderPrincipals();
+    else if (parts[0] === 'view' && parts.length === 3) await renderView(parts[1], parts[2]);
+    else if (parts[0] === 'product' && parts.length === 2) await renderProduct(parts[1]);
+    else if (parts[0] === 'share' && parts.length === 2) await renderShare(parts[1]);
+    else if (parts[0] === 'recipient' && parts.length === 2) await renderRecipient(parts[1]);
     else await renderCatalog();
   } catch (e) {
     if (!(e instanceof APIError && e.status === 401)) show(errorBox(e));
@@ -636,5 +625,8 @@ async function start() {
     renderSignIn(e instanceof APIError && e.status === 401 ? '' : e.message);
   }
 }
+
+// Shared with govern.js (the governance pages).
+export { el, api, APIError, errorBox, table, tags, status, show, state, download, fmtTime, nsPath, loadPrefix, quoteIdent };
 
 start();

@@ -269,6 +269,9 @@ func (a *App) init(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("maintenance: %w", err)
 		}
+		for _, j := range jobs {
+			maintainer.Scheduled = append(maintainer.Scheduled, j.Name())
+		}
 	}
 	if a.ingest, err = a.newIngester(ctx); err != nil {
 		return err

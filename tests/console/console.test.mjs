@@ -183,7 +183,7 @@ test('admin: sign in, browse, grant, share, query, audit', async (t) => {
   await page.locator('#grantee-name').fill('analysts');
   await page.locator('#grant-privilege').selectOption('SELECT');
   await page.locator('#grant-editor button[type=submit]').click();
-  await page.locator('#access td', { hasText: 'role analysts' }).waitFor();
+  await page.locator('#access table[aria-label="Grants"] td', { hasText: 'role analysts' }).waitFor();
   await shot(page, 'table');
 
   // A share with the table, and a recipient whose profile is shown once.
