@@ -308,14 +308,20 @@ async function renderTable(nsName, name) {
   const ns = nsName.split('.');
   const q = `warehouse=${encodeURIComponent(state.warehouse)}&namespace=${encodeURIComponent(nsName)}&table=${encodeURIComponent(name)}`;
   show(el('h1', {}, `Table ${nsName}.${name}`), el('p', { class: 'muted' }, 'Loading…'));
-  let md; let privs; let tl;
+  let md; let privs; let tl; let summaryReq;
   const tpath = `${encodeURIComponent(state.warehouse)}/${encodeURIComponent(nsName)}/${encodeURIComponent(name)}`;
   try {
     await loadPrefix();
     // The metadata without the snapshot list; the timeline summarises it server-side.
+    const pvReq = api('GET', `/api/v1/privileges?${q}`).catch(() => ({ privileges: [] }));
+    // The file statistics start as soon as the privileges say they may be
+    // read, not after the page's first drawing.
+    summaryReq = pvReq.then((p) => ((state.who && state.who.admin) || (p.privileges || []).includes('SELECT')
+      ? api('GET', `/api/v1/tables/${tpath}/summary`) : null));
+    summaryReq.catch(() => {}); // handled where it is used
     const [lt, pv, t] = await Promise.all([
       api('GET', `/v1/${state.prefix}/namespaces/${nsPath(ns)}/tables/${encodeURIComponent(name)}?snapshots=refs`),
-      api('GET', `/api/v1/privileges?${q}`).catch(() => ({ privileges: [] })),
+      pvReq,
       api('GET', `/api/v1/tables/${tpath}/timeline`),
     ]);
     md = lt.metadata; privs = new Set(pv.privileges || []); tl = t;
@@ -397,7 +403,7 @@ async function renderTable(nsName, name) {
     schemaTable.after(form);
   }
   if (canSelect) {
-    api('GET', `/api/v1/tables/${tpath}/summary`).then((s) => {
+    summaryReq.then((s) => (s || api('GET', `/api/v1/tables/${tpath}/summary`))).then((s) => {
       sizes.replaceChildren(
         el('p', {}, `${(s.data_files || 0).toLocaleString()} data files, ${(s.delete_files || 0).toLocaleString()} delete files, ${(s.records || 0).toLocaleString()} rows, ${fmtBytes(s.bytes)} in the current snapshot.`),
         histogramChart(s.size_histogram),
