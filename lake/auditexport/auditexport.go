@@ -29,6 +29,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -286,7 +287,9 @@ func (e *Exporter) loop(ctx context.Context) {
 		case <-e.wake: // nil: never
 			t.Reset(e.interval)
 		}
-		res, err := e.exportLeased(ctx)
+		var res Result
+		var err error
+		pprof.Do(ctx, profileLabels, func(ctx context.Context) { res, err = e.exportLeased(ctx) })
 		if e.observe != nil && ctx.Err() == nil {
 			e.observe(res, err)
 		}
@@ -301,6 +304,16 @@ func (e *Exporter) loop(ctx context.Context) {
 		}
 	}
 }
+
+// profileLabels mark the background export's CPU in profiles: the
+// goroutines it starts (the Parquet writers, the compaction's readers)
+// inherit them, so `go tool pprof -tagfocus floe=audit-export` shows all
+// of its cost, also what runs outside its own stack.
+var profileLabels = pprof.Labels("floe", "audit-export")
+
+// compactLabels mark the compaction that follows an export likewise
+// (floe=audit-compact).
+var compactLabels = pprof.Labels("floe", "audit-compact")
 
 // leaseTTL is how long the export lease outlives a node that died holding it.
 func (e *Exporter) leaseTTL() time.Duration {
@@ -344,7 +357,7 @@ func (e *Exporter) compactDue(ctx context.Context) {
 		return
 	}
 	e.compacted = now
-	e.compactLogged(ctx)
+	pprof.Do(ctx, compactLabels, e.compactLogged)
 }
 
 // compactLogged runs Compact, logging what it did.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -513,4 +514,53 @@ func seqTable(t *testing.T, tbl *table.Table, seqs ...int64) arrow.Table {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	return array.NewTableFromRecords(asc, []arrow.RecordBatch{rec})
+}
+
+// labelled is a Source that records the profile label "floe" of the
+// contexts it is read with.
+type labelled struct {
+	auditexport.Source
+	mu     sync.Mutex
+	labels []string
+}
+
+func (l *labelled) AuditRecords(ctx context.Context, after int64, limit int) ([]audit.Record, error) {
+	v, _ := pprof.Label(ctx, "floe")
+	l.mu.Lock()
+	l.labels = append(l.labels, v)
+	l.mu.Unlock()
+	return l.Source.AuditRecords(ctx, after, limit)
+}
+
+// TestBackgroundExportIsProfileLabelled: the background export runs under
+// the profile label floe=audit-export (inherited by the goroutines it
+// starts), so that a CPU profile of a server can tell its whole cost.
+func TestBackgroundExportIsProfileLabelled(t *testing.T) {
+	e := newEnv(t)
+	e.appendEvents(t, 5)
+	src := &labelled{Source: e.st}
+	done := make(chan auditexport.Result, 1)
+	ex := auditexport.New(src, e.cat, e.lk, auditexport.Options{Warehouse: wh, Interval: 10 * time.Millisecond,
+		Observe: func(r auditexport.Result, err error) {
+			if err == nil && r.Records > 0 {
+				select {
+				case done <- r:
+				default:
+				}
+			}
+		}})
+	ex.Start()
+	t.Cleanup(func() { ex.Close() })
+	<-done
+	ex.Close()
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if len(src.labels) == 0 {
+		t.Fatal("the export did not read the source")
+	}
+	for _, l := range src.labels {
+		if l != "audit-export" {
+			t.Fatalf("the export read its source with profile label floe=%q, want audit-export", l)
+		}
+	}
 }
