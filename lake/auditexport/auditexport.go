@@ -208,6 +208,8 @@ type Exporter struct {
 	mu sync.Mutex // serializes Export calls of this node
 	// buf is the buffer batches are read into (see records); mu guards it.
 	buf []audit.Record
+	// alloc holds the Arrow buffers of one batch for the next (toArrow).
+	alloc *batchAllocator
 	// compacted is when the background loop last compacted (zero: never;
 	// only the loop goroutine uses it).
 	// An export the tail wakes early does not compact again before an
@@ -247,7 +249,7 @@ func New(src Source, cat Catalog, lk *lake.Lake, o Options) *Exporter {
 	}
 	return &Exporter{src: src, cat: cat, lk: lk, wh: o.Warehouse, interval: o.Interval, batch: o.BatchSize,
 		bytes: o.BatchBytes, copts: o.Compact.withDefaults(), observe: o.Observe, now: o.Now, leases: o.Leases, node: o.Node, log: o.Logger,
-		wake: o.Wake}
+		wake: o.Wake, alloc: newBatchAllocator(2 * o.BatchBytes)}
 }
 
 // Start exports every interval in the background until Close.
@@ -513,7 +515,8 @@ func (e *Exporter) commit(ctx context.Context, tbl *table.Table, recs []audit.Re
 			return nil, floe.E(floe.Internal, "audit", "audit records are not contiguous: %d follows %d", recs[i].Seq, recs[i-1].Seq)
 		}
 	}
-	rec, err := toArrow(tbl.Schema(), recs)
+	e.alloc.recycle() // the previous batch's files are written
+	rec, err := toArrow(e.alloc, tbl.Schema(), recs)
 	if err != nil {
 		return nil, err
 	}
@@ -746,14 +749,14 @@ func TableProperties() map[string]string {
 }
 
 // toArrow builds one record batch of recs in the Arrow form of sc (the
-// table's current schema), filling columns by name; columns an operator
-// added to the table are left null.
-func toArrow(sc *iceberg.Schema, recs []audit.Record) (arrow.RecordBatch, error) {
+// table's current schema) with mem, filling columns by name; columns an
+// operator added to the table are left null.
+func toArrow(mem memory.Allocator, sc *iceberg.Schema, recs []audit.Record) (arrow.RecordBatch, error) {
 	asc, err := table.SchemaToArrowSchema(sc, nil, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("audit export: arrow schema: %w", err)
 	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, asc)
+	b := array.NewRecordBuilder(mem, asc)
 	defer b.Release()
 	for i, f := range asc.Fields() {
 		fb := b.Field(i)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/floe-lake/floe/audit"
 )
 
@@ -47,5 +49,48 @@ func TestRecordsReuseTheBuffer(t *testing.T) {
 		if r.RequestID != "" || r.Detail != nil {
 			t.Fatalf("record %d of the buffer still holds %q after its batch was released", i, r.RequestID)
 		}
+	}
+}
+
+// TestBatchesReuseArrowBuffers: the Arrow buffers of a batch go back to
+// the exporter's allocator once released (nothing keeps them), and the
+// next batch is built from them.
+func TestBatchesReuseArrowBuffers(t *testing.T) {
+	var recs []audit.Record
+	for i := int64(1); i <= 1000; i++ {
+		recs = append(recs, audit.Record{Seq: i, Time: time.Unix(i, 0).UTC(), RequestID: fmt.Sprintf("req-%d", i),
+			Action: "catalog.loadTable", Outcome: "success", Detail: []byte(`{"a":1}`), Hash: "ab"})
+	}
+	a := newBatchAllocator(1 << 20)
+	build := func() {
+		a.recycle()
+		rec, err := toArrow(a, Schema(), recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.NumRows() != int64(len(recs)) {
+			t.Fatalf("%d rows", rec.NumRows())
+		}
+		rec.Release()
+	}
+	build()
+	kept := a.kept()
+	if kept == 0 {
+		t.Fatal("releasing the batch gave no buffer back to the allocator")
+	}
+	build()
+	if a.kept() != kept {
+		t.Fatalf("the second batch kept %d bytes, the first %d: it did not reuse the same buffers", a.kept(), kept)
+	}
+	allocs := testing.AllocsPerRun(3, build)
+	plain := testing.AllocsPerRun(3, func() {
+		rec, err := toArrow(memory.NewGoAllocator(), Schema(), recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	})
+	if allocs >= plain {
+		t.Errorf("a batch from reused buffers: %.0f allocations, from the Go allocator %.0f", allocs, plain)
 	}
 }
