@@ -132,40 +132,53 @@ func (t *Tail) release(upTo int64) {
 // `after` it was asked for: once its reader (the export) has moved on, what
 // it has read is not held until the bounds push it out.
 func (t *Tail) AuditRecords(ctx context.Context, after int64, limit int) ([]Record, error) {
-	out, complete := t.held(after, limit)
-	if out == nil {
-		return t.src.AuditRecords(ctx, after, limit)
-	}
-	if !complete && len(out) < limit {
-		more, err := t.src.AuditRecords(ctx, out[len(out)-1].Seq, limit-len(out))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, more...)
-	}
-	return out, nil
+	return t.AppendAuditRecords(ctx, nil, after, limit)
 }
 
-// held returns the records after `after` the tail holds contiguously from
-// after+1 on (nil when it does not hold after+1), at most limit of them;
-// complete is true when they are all there is up to limit (the tail
-// neither ends nor skips a record before limit is reached). Records up to
-// after are let go first: the one reader asks for what follows what it has,
-// so it never asks for them again (and if it did, the store would answer).
-func (t *Tail) held(after int64, limit int) (out []Record, complete bool) {
+// AppendAuditRecords appends to dst what AuditRecords returns and returns
+// the extended slice: a reader that keeps one buffer for its batches (the
+// export) takes the held records with one copy and no allocation.
+func (t *Tail) AppendAuditRecords(ctx context.Context, dst []Record, after int64, limit int) ([]Record, error) {
+	start := len(dst)
+	dst, complete := t.appendHeld(dst, after, limit)
+	n := len(dst) - start
+	if n == 0 {
+		more, err := t.src.AuditRecords(ctx, after, limit)
+		if err != nil || dst == nil {
+			return more, err // AuditRecords: the store's answer as it is
+		}
+		return append(dst, more...), nil
+	}
+	if !complete && n < limit {
+		more, err := t.src.AuditRecords(ctx, dst[len(dst)-1].Seq, limit-n)
+		if err != nil {
+			clear(dst[start:])
+			return dst[:start], err
+		}
+		dst = append(dst, more...)
+	}
+	return dst, nil
+}
+
+// appendHeld appends to dst the records after `after` the tail holds
+// contiguously from after+1 on (none when it does not hold after+1), at
+// most limit of them; complete is true when they are all there is up to
+// limit (the tail neither ends nor skips a record before limit is
+// reached). Records up to after are let go first: the one reader asks for
+// what follows what it has, so it never asks for them again (and if it
+// did, the store would answer).
+func (t *Tail) appendHeld(dst []Record, after int64, limit int) (out []Record, complete bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.release(after)
 	held := t.recs[t.start:]
 	i := sort.Search(len(held), func(i int) bool { return held[i].Seq > after })
 	if i == len(held) || held[i].Seq != after+1 || limit <= 0 {
-		return nil, false
+		return dst, false
 	}
 	j := i + 1
 	for j < len(held) && j-i < limit && held[j].Seq == held[j-1].Seq+1 {
 		j++
 	}
-	out = make([]Record, j-i)
-	copy(out, held[i:j])
-	return out, j-i == limit
+	return append(dst, held[i:j]...), j-i == limit
 }

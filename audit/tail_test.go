@@ -207,3 +207,46 @@ func TestTailLetsGoOfWhatWasRead(t *testing.T) {
 		t.Fatalf("re-read of released records: %v, %v, store reads %d→%d", seqs(got), err, reads, store.reads)
 	}
 }
+
+// TestTailAppendAuditRecords: AppendAuditRecords appends what AuditRecords
+// answers after what dst holds (random mixes of this node's and other
+// nodes' records), and takes records the tail holds into a buffer with room
+// without allocating.
+func TestTailAppendAuditRecords(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	sentinel := rec(999_999)
+	for round := range 200 {
+		share := rng.Float64()
+		store, mine := chain(300, func(int64) bool { return rng.Float64() < share })
+		tail := audit.NewTail(store, 1+rng.IntN(400), 0, 0)
+		tail.Add(mine)
+		buf := make([]audit.Record, 1, 64)
+		for range 20 {
+			buf[0] = sentinel
+			after, limit := int64(rng.IntN(320)), 1+rng.IntN(50)
+			want, _ := (&allRecords{recs: store.recs}).AuditRecords(context.Background(), after, limit)
+			got, err := tail.AppendAuditRecords(context.Background(), buf[:1], after, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got[0], sentinel) || !reflect.DeepEqual(got[1:], want) && len(want)+len(got[1:]) > 0 {
+				t.Fatalf("round %d: after %d limit %d: appended %v after %d, want %v", round, after, limit, seqs(got[1:]), got[0].Seq, seqs(want))
+			}
+		}
+	}
+	store, mine := chain(5000, func(int64) bool { return true })
+	tail := audit.NewTail(store, 0, 0, 0)
+	tail.Add(mine)
+	buf := make([]audit.Record, 0, 1000)
+	after := int64(0)
+	allocs := testing.AllocsPerRun(4, func() {
+		rs, err := tail.AppendAuditRecords(context.Background(), buf[:0], after, 1000)
+		if err != nil || len(rs) != 1000 || rs[0].Seq != after+1 {
+			t.Fatalf("after %d: %d records, %v", after, len(rs), err)
+		}
+		after += 1000
+	})
+	if allocs != 0 {
+		t.Errorf("AppendAuditRecords into a buffer with room: %.0f allocations per call, want 0", allocs)
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -205,6 +206,10 @@ type Exporter struct {
 	wake     <-chan struct{}
 
 	mu sync.Mutex // serializes Export calls of this node
+	// buf is the buffer batches are read into (see records); mu guards it.
+	buf []audit.Record
+	// alloc holds the Arrow buffers of one batch for the next (toArrow).
+	alloc *batchAllocator
 	// compacted is when the background loop last compacted (zero: never;
 	// only the loop goroutine uses it).
 	// An export the tail wakes early does not compact again before an
@@ -244,7 +249,7 @@ func New(src Source, cat Catalog, lk *lake.Lake, o Options) *Exporter {
 	}
 	return &Exporter{src: src, cat: cat, lk: lk, wh: o.Warehouse, interval: o.Interval, batch: o.BatchSize,
 		bytes: o.BatchBytes, copts: o.Compact.withDefaults(), observe: o.Observe, now: o.Now, leases: o.Leases, node: o.Node, log: o.Logger,
-		wake: o.Wake}
+		wake: o.Wake, alloc: newBatchAllocator(2 * o.BatchBytes)}
 }
 
 // Start exports every interval in the background until Close.
@@ -286,7 +291,9 @@ func (e *Exporter) loop(ctx context.Context) {
 		case <-e.wake: // nil: never
 			t.Reset(e.interval)
 		}
-		res, err := e.exportLeased(ctx)
+		var res Result
+		var err error
+		pprof.Do(ctx, profileLabels, func(ctx context.Context) { res, err = e.exportLeased(ctx) })
 		if e.observe != nil && ctx.Err() == nil {
 			e.observe(res, err)
 		}
@@ -301,6 +308,16 @@ func (e *Exporter) loop(ctx context.Context) {
 		}
 	}
 }
+
+// profileLabels mark the background export's CPU in profiles: the
+// goroutines it starts (the Parquet writers, the compaction's readers)
+// inherit them, so `go tool pprof -tagfocus floe=audit-export` shows all
+// of its cost, also what runs outside its own stack.
+var profileLabels = pprof.Labels("floe", "audit-export")
+
+// compactLabels mark the compaction that follows an export likewise
+// (floe=audit-compact).
+var compactLabels = pprof.Labels("floe", "audit-compact")
 
 // leaseTTL is how long the export lease outlives a node that died holding it.
 func (e *Exporter) leaseTTL() time.Duration {
@@ -344,7 +361,7 @@ func (e *Exporter) compactDue(ctx context.Context) {
 		return
 	}
 	e.compacted = now
-	e.compactLogged(ctx)
+	pprof.Do(ctx, compactLabels, e.compactLogged)
 }
 
 // compactLogged runs Compact, logging what it did.
@@ -391,6 +408,8 @@ func (e *Exporter) export(ctx context.Context, between func() error) (Result, er
 			return res, nil
 		}
 		next, err := e.commit(ctx, tbl, recs)
+		n, lastSeq := len(recs), recs[len(recs)-1].Seq
+		e.release(recs)
 		if errors.Is(err, table.ErrCommitFailed) {
 			conflicts++
 			if conflicts > maxConflicts {
@@ -406,9 +425,9 @@ func (e *Exporter) export(ctx context.Context, between func() error) (Result, er
 			return res, err
 		}
 		tbl, conflicts = next, 0
-		res.Records += int64(len(recs))
+		res.Records += int64(n)
 		res.Commits++
-		res.LastSeq = recs[len(recs)-1].Seq
+		res.LastSeq = lastSeq
 		if !full {
 			return res, nil
 		}
@@ -422,30 +441,62 @@ func (e *Exporter) export(ctx context.Context, between func() error) (Result, er
 
 // records reads one batch of records after seq last: at most BatchSize
 // records and, past the first, at most BatchBytes of them. full reports
-// that the batch stopped at a bound, so more records may follow.
+// that the batch stopped at a bound, so more records may follow. The batch
+// is read into the exporter's buffer (e.buf), which release empties after
+// the batch's commit: its capacity, BatchSize records, is kept for the next
+// batch, so that batches cost no allocation of their own when the source
+// appends (audit.Tail).
 func (e *Exporter) records(ctx context.Context, last int64) (recs []audit.Record, full bool, err error) {
+	if e.buf == nil {
+		e.buf = make([]audit.Record, 0, e.batch)
+	}
 	var size int64
-	recs = make([]audit.Record, 0, min(e.batch, 4*readPage))
+	recs = e.buf[:0]
 	for len(recs) < e.batch && size < e.bytes {
 		n := min(readPage, e.batch-len(recs))
-		rs, err := e.src.AuditRecords(ctx, last, n)
-		if err != nil {
+		start := len(recs)
+		if recs, err = e.read(ctx, recs, last, n); err != nil {
+			e.release(recs)
 			return nil, false, fmt.Errorf("audit export: read records after %d: %w", last, err)
 		}
-		for i, r := range rs {
-			if len(recs) > 0 && size+RecordSize(r) > e.bytes {
-				clear(rs[i:]) // not kept: let the strings go
-				return recs, true, nil
+		got := len(recs) - start
+		for i := start; i < len(recs); i++ {
+			if i > 0 && size+RecordSize(recs[i]) > e.bytes {
+				clear(recs[i:]) // not kept: let the strings go
+				return recs[:i], true, nil
 			}
-			size += RecordSize(r)
-			recs = append(recs, r)
+			size += RecordSize(recs[i])
 		}
-		if len(rs) < n {
+		if got < n {
 			return recs, false, nil
 		}
-		last = rs[len(rs)-1].Seq
+		last = recs[len(recs)-1].Seq
 	}
 	return recs, true, nil
+}
+
+// appendSource is a Source that appends the records to a slice it is
+// given (audit.Tail), sparing the export a copy and an allocation per read.
+type appendSource interface {
+	AppendAuditRecords(ctx context.Context, dst []audit.Record, after int64, limit int) ([]audit.Record, error)
+}
+
+// read appends to dst up to limit records after seq after from the source.
+func (e *Exporter) read(ctx context.Context, dst []audit.Record, after int64, limit int) ([]audit.Record, error) {
+	if as, ok := e.src.(appendSource); ok {
+		return as.AppendAuditRecords(ctx, dst, after, limit)
+	}
+	rs, err := e.src.AuditRecords(ctx, after, limit)
+	return append(dst, rs...), err
+}
+
+// release lets go of the records of a batch read by records (their
+// strings are not held until the next batch) and keeps the buffer.
+func (e *Exporter) release(recs []audit.Record) {
+	clear(recs)
+	if cap(recs) <= e.batch {
+		e.buf = recs[:0]
+	}
 }
 
 // RecordSize is the size of r as the export counts it against BatchBytes:
@@ -464,7 +515,8 @@ func (e *Exporter) commit(ctx context.Context, tbl *table.Table, recs []audit.Re
 			return nil, floe.E(floe.Internal, "audit", "audit records are not contiguous: %d follows %d", recs[i].Seq, recs[i-1].Seq)
 		}
 	}
-	rec, err := toArrow(tbl.Schema(), recs)
+	e.alloc.recycle() // the previous batch's files are written
+	rec, err := toArrow(e.alloc, tbl.Schema(), recs)
 	if err != nil {
 		return nil, err
 	}
@@ -697,14 +749,14 @@ func TableProperties() map[string]string {
 }
 
 // toArrow builds one record batch of recs in the Arrow form of sc (the
-// table's current schema), filling columns by name; columns an operator
-// added to the table are left null.
-func toArrow(sc *iceberg.Schema, recs []audit.Record) (arrow.RecordBatch, error) {
+// table's current schema) with mem, filling columns by name; columns an
+// operator added to the table are left null.
+func toArrow(mem memory.Allocator, sc *iceberg.Schema, recs []audit.Record) (arrow.RecordBatch, error) {
 	asc, err := table.SchemaToArrowSchema(sc, nil, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("audit export: arrow schema: %w", err)
 	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, asc)
+	b := array.NewRecordBuilder(mem, asc)
 	defer b.Release()
 	for i, f := range asc.Fields() {
 		fb := b.Field(i)

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -513,4 +515,86 @@ func seqTable(t *testing.T, tbl *table.Table, seqs ...int64) arrow.Table {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	return array.NewTableFromRecords(asc, []arrow.RecordBatch{rec})
+}
+
+// labelled is a Source that records the profile label "floe" of the
+// contexts it is read with.
+type labelled struct {
+	auditexport.Source
+	mu     sync.Mutex
+	labels []string
+}
+
+func (l *labelled) AuditRecords(ctx context.Context, after int64, limit int) ([]audit.Record, error) {
+	v, _ := pprof.Label(ctx, "floe")
+	l.mu.Lock()
+	l.labels = append(l.labels, v)
+	l.mu.Unlock()
+	return l.Source.AuditRecords(ctx, after, limit)
+}
+
+// TestBackgroundExportIsProfileLabelled: the background export runs under
+// the profile label floe=audit-export (inherited by the goroutines it
+// starts), so that a CPU profile of a server can tell its whole cost.
+func TestBackgroundExportIsProfileLabelled(t *testing.T) {
+	e := newEnv(t)
+	e.appendEvents(t, 5)
+	src := &labelled{Source: e.st}
+	done := make(chan auditexport.Result, 1)
+	ex := auditexport.New(src, e.cat, e.lk, auditexport.Options{Warehouse: wh, Interval: 10 * time.Millisecond,
+		Observe: func(r auditexport.Result, err error) {
+			if err == nil && r.Records > 0 {
+				select {
+				case done <- r:
+				default:
+				}
+			}
+		}})
+	ex.Start()
+	t.Cleanup(func() { ex.Close() })
+	<-done
+	ex.Close()
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if len(src.labels) == 0 {
+		t.Fatal("the export did not read the source")
+	}
+	for _, l := range src.labels {
+		if l != "audit-export" {
+			t.Fatalf("the export read its source with profile label floe=%q, want audit-export", l)
+		}
+	}
+}
+
+// TestExportReusesArrowBuffers: through the real writer, a batch's Arrow
+// buffers come back to the exporter once its files are written (nothing
+// keeps them), within the bound of twice BatchBytes, and batches built
+// from reused buffers export every record unchanged.
+func TestExportReusesArrowBuffers(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	e.appendEvents(t, 300)
+	const batchBytes = 64 << 10
+	ex := e.exporter(auditexport.Options{BatchSize: 50, BatchBytes: batchBytes})
+	if res, err := ex.Export(ctx); err != nil || res.Records != 300 || res.Commits != 6 {
+		t.Fatalf("export: %+v, %v", res, err)
+	}
+	kept := auditexport.ArrowBuffersKept(ex)
+	if kept == 0 || kept > 2*batchBytes {
+		t.Fatalf("the exporter keeps %d bytes of Arrow buffers after 6 commits, want some and at most %d", kept, 2*batchBytes)
+	}
+	rows, _ := e.exported(t)
+	wantSeqs(t, rows, 300)
+	want, err := e.st.AuditRecords(ctx, 0, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		if !reflect.DeepEqual(rows[i], want[i]) {
+			t.Fatalf("row %d differs from the stored record:\n%+v\n%+v", i, rows[i], want[i])
+		}
+	}
+	if err := audit.New(chain(rows), audit.Options{}).Verify(ctx); err != nil {
+		t.Fatalf("the exported chain: %v", err)
+	}
 }
