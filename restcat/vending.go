@@ -57,7 +57,7 @@ type Vending struct {
 	// named where a caller is told to read a filtered table through it.
 	SQLAddress string
 
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	cache map[credKey]vendedCreds
 	// loads holds the storage access of loadTable answers built from a
 	// reused credential, by credential id and table path, with its JSON
@@ -101,9 +101,9 @@ func (v *Vending) credentials(ctx context.Context, use string, id catalog.Ident,
 	s := session(ctx, id, bucket, prefix, write)
 	key := credKey{use: use, tokenID: s.TokenID, principal: s.PrincipalID + "/" + s.Principal, table: s.Table,
 		prefix: bucket + "/" + prefix, write: write}
-	v.mu.Lock()
+	v.mu.RLock()
 	c, ok := v.cache[key]
-	v.mu.Unlock()
+	v.mu.RUnlock()
 	// A cached credential is handed out again only if nothing was revoked
 	// since it was minted (the store's revocation version, read with this
 	// request's token, has not moved): this node's revocation state may
@@ -288,9 +288,9 @@ func (v *Vending) notice(ctx context.Context, id catalog.Ident, bucket, prefix, 
 	s.Grants[0].Access, s.Notice = vend.Notice, reason
 	key := credKey{use: "notice", tokenID: s.TokenID, principal: s.PrincipalID + "/" + s.Principal, table: s.Table,
 		prefix: bucket + "/" + prefix}
-	v.mu.Lock()
+	v.mu.RLock()
 	c, ok := v.cache[key]
-	v.mu.Unlock()
+	v.mu.RUnlock()
 	if ok && time.Since(c.minted) < vendReuse && c.sess.Notice == reason {
 		return c.creds, c.id, nil
 	}
@@ -317,9 +317,9 @@ func (h *Handler) vendedAccess(r *http.Request, id catalog.Ident, bucket, prefix
 	// bucket and prefix and the access) and the table's path.
 	key := credID + "\x00" + path
 	if reuse {
-		v.mu.Lock()
+		v.mu.RLock()
 		acc, ok := v.loads[key]
-		v.mu.Unlock()
+		v.mu.RUnlock()
 		if ok {
 			return acc, nil
 		}
