@@ -152,10 +152,10 @@ func (t *Type) UnmarshalJSON(b []byte) error {
 		return json.Unmarshal(b, &t.Prim)
 	}
 	var obj struct {
-		Type    *string          `json:"type"`
-		Element *Type            `json:"element"`
-		Key     *Type            `json:"key"`
-		Value   *Type            `json:"value"`
+		Type    *string `json:"type"`
+		Element *Type   `json:"element"`
+		Key     *Type   `json:"key"`
+		Value   *Type   `json:"value"`
 		Fields  *[]struct {
 			Name *string `json:"name"`
 			Type *Type   `json:"type"`
