@@ -107,8 +107,8 @@ type Type struct {
 
 // Field is a FunctionStructField.
 type Field struct {
-	Name string
-	Type Type
+	Name string `json:"name"`
+	Type Type   `json:"type"`
 }
 
 // MarshalJSON renders t in the spec's encoding.
@@ -128,17 +128,13 @@ func (t Type) MarshalJSON() ([]byte, error) {
 			Value *Type  `json:"value"`
 		}{"map", t.Key, t.Value})
 	default:
-		type field struct {
-			Name string `json:"name"`
-			Type Type   `json:"type"`
-		}
-		fs := make([]field, len(t.Fields))
-		for i, f := range t.Fields {
-			fs[i] = field{f.Name, f.Type}
+		fs := t.Fields
+		if fs == nil {
+			fs = []Field{}
 		}
 		return json.Marshal(struct {
 			Type   string  `json:"type"`
-			Fields []field `json:"fields"`
+			Fields []Field `json:"fields"`
 		}{"struct", fs})
 	}
 }
