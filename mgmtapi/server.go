@@ -108,6 +108,9 @@ type Options struct {
 	// AuditLog reads and verifies the audit log for GET /api/v1/audit
 	// and /api/v1/audit/verify; nil makes them answer 406 (unsupported).
 	AuditLog AuditReader
+	// Functions creates, replaces and drops functions; nil makes the
+	// function endpoints answer 406 (unsupported).
+	Functions Functions
 	// Backup writes a backup of the metadata store for GET
 	// /api/v1/admin/backup; nil makes it answer 406 (unsupported).
 	Backup Backuper
@@ -204,7 +207,7 @@ func (h *Handler) table() []route {
 
 // routes is every operation served.
 func (h *Handler) routes() []route {
-	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes(), h.catalogRoutes(), h.productRoutes(), h.cleanroomRoutes(), h.backupRoutes(), h.auditRoutes())
+	return slices.Concat(h.table(), h.ingestRoutes(), h.tombstoneRoutes(), h.shareRoutes(), h.catalogRoutes(), h.productRoutes(), h.cleanroomRoutes(), h.backupRoutes(), h.auditRoutes(), h.functionRoutes())
 }
 
 // Routes lists the operations served, as "METHOD /path/{param}".

@@ -117,6 +117,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 	admin("POST", "/namespaces", `{"namespace":["crm"]}`, 200)
 	ensureTable("accounts")
 	ensureView("v")
+	if _, _, err := f.App.Catalog().PutFunction(context.Background(), wh, catalog.Ident{Namespace: catalog.Namespace{"crm"}, Name: "fn"},
+		catalog.PutFunction{Metadata: []byte(functionJSON(fnUUID, "x + 1"))}); err != nil {
+		t.Fatal(err)
+	}
 	// A table's metadata to register: create it, note it, unregister it.
 	var reg struct {
 		MetadataLocation string `json:"metadata-location"`
@@ -226,6 +230,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 			body: static(`{"source":{"namespace":["crm"],"name":"vren_a"},"destination":{"namespace":["crm"],"name":"vren_b"}}`),
 			need: authz.Drop, on: view("vren_a"), also: []authz.Grant{g(authz.CreateView, nsS)}, dropsGrants: true, ok: 204,
 			setup: func() { dropView("vren_b"); ensureView("vren_a") }},
+		// Functions are authorized at their namespace (no function securable yet).
+		{name: "listFunctions", method: "GET", path: "/namespaces/crm/functions", need: authz.Describe, on: nsS, ok: 200},
+		{name: "loadFunction", method: "GET", path: "/namespaces/crm/functions/fn", need: authz.Describe, on: nsS, ok: 200},
 		{name: "registerView", method: "POST", path: "/namespaces/crm/register-view",
 			body: func() string { return fmt.Sprintf(`{"name":"vreg","metadata-location":%q}`, vreg.MetadataLocation) },
 			need: authz.CreateView, on: nsS, ok: 200, setup: func() { dropView("vreg") }},

@@ -79,8 +79,8 @@ func TestConfig(t *testing.T) {
 	if cfg.Defaults["s3.endpoint"] != f.App.S3URL() || cfg.Defaults["s3.path-style-access"] != "true" || cfg.Defaults["s3.access-key-id"] != "" {
 		t.Errorf("defaults %v: want the S3 endpoint and no keys", cfg.Defaults)
 	}
-	if len(cfg.Endpoints) != 31 || cfg.Lifetime != "PT30M" {
-		t.Errorf("endpoints %d (want 31), lifetime %q", len(cfg.Endpoints), cfg.Lifetime)
+	if len(cfg.Endpoints) != 33 || cfg.Lifetime != "PT30M" {
+		t.Errorf("endpoints %d (want 33), lifetime %q", len(cfg.Endpoints), cfg.Lifetime)
 	}
 	for _, e := range []string{"POST /v1/{prefix}/transactions/commit", "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials", "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign", "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}", "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister"} {
 		found := false

@@ -143,6 +143,8 @@ func (h *Handler) table() []route {
 		{"HEAD", ns + "/views/{view}", false, h.viewExists, "viewExists"},
 		{"POST", "/v1/{prefix}/views/rename", true, h.renameView, "renameView"},
 		{"POST", ns + "/register-view", true, h.registerView, "registerView"},
+		{"GET", ns + "/functions", false, h.listFunctions, "listFunctions"},
+		{"GET", ns + "/functions/{function}", false, h.loadFunction, "loadFunction"},
 	}, h.planRoutes(ns)...)
 }
 
@@ -175,7 +177,7 @@ func (h *Handler) Endpoints() []string {
 func (h *Handler) readEndpoints() []string {
 	var out []string
 	for _, rt := range h.table() {
-		if !rt.mutates && rt.name != "signRequest" && !isPlanRoute(rt.name) {
+		if !rt.mutates && rt.name != "signRequest" && !isPlanRoute(rt.name) && !isFunctionRoute(rt.name) {
 			out = append(out, rt.method+" "+rt.path)
 		}
 	}

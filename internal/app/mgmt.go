@@ -24,6 +24,7 @@ func (a *App) mgmtHandler() http.Handler {
 		Ingest:           a.ingest,
 		Query:            a.queryFunc(),
 		Tombstones:       a.cat,
+		Functions:        a.cat,
 		Sharing:          a.sharing,
 		Federation:       a.runtimeForeign.svc,
 		Products:         a.products,

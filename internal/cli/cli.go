@@ -41,7 +41,7 @@ func Root(stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
 	root.AddCommand(maintainCmd(stdout, stderr, getenv), tableCmd(stdout, stderr, getenv))
 	root.AddCommand(ingestCmd(stdout, stderr, getenv))
 	addTableIngestCmds(root, stdout, getenv)
-	root.AddCommand(namespaceCmd(stdout, getenv))
+	root.AddCommand(namespaceCmd(stdout, getenv), functionCmd(stdout, getenv))
 	addTableCatalogCmds(root, stdout, getenv)
 	root.AddCommand(shareCmd(stdout, getenv), recipientCmd(stdout, getenv))
 	root.AddCommand(catalogCmd(stdout, getenv), productCmd(stdout, getenv), cleanroomCmd(stdout, getenv))

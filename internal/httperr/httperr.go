@@ -48,6 +48,8 @@ func StatusAndType(err error) (int, string) {
 			return http.StatusNotFound, "NoSuchTableException"
 		case "view":
 			return http.StatusNotFound, "NoSuchViewException"
+		case "function":
+			return http.StatusNotFound, "NoSuchFunctionException"
 		case "warehouse":
 			return http.StatusNotFound, "NoSuchWarehouseException"
 		case "plan-id":

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -27,7 +28,12 @@ var specYAML []byte
 // Spec is a loaded, routable copy of the spec.
 type Spec struct {
 	router routers.Router
+	ops    []string
 }
+
+// Operations lists the spec's operations as "METHOD /path", the form of
+// /v1/config's endpoints, in path order.
+func (s *Spec) Operations() []string { return slices.Clone(s.ops) }
 
 // Load parses the spec (about 20 ms). The upstream file has three response headers
 // that $ref a parameter instead of a header; they are patched to a plain
@@ -61,7 +67,14 @@ func Load() (*Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("route spec: %w", err)
 	}
-	return &Spec{router: r}, nil
+	var ops []string
+	for _, p := range doc.Paths.InMatchingOrder() {
+		for m := range doc.Paths.Value(p).Operations() {
+			ops = append(ops, m+" "+p)
+		}
+	}
+	slices.Sort(ops)
+	return &Spec{router: r, ops: ops}, nil
 }
 
 // Reporter receives validation failures (testing.T satisfies it).

@@ -247,6 +247,12 @@ func (s *Store) DropNamespace(ctx context.Context, wh string, ns catalog.Namespa
 			return err
 		}
 		if !full {
+			full, err = c.exists(ctx, "SELECT 1 FROM functions WHERE warehouse = ? AND namespace = ? LIMIT 1", wh, key)
+			if err != nil {
+				return err
+			}
+		}
+		if !full {
 			full, err = c.exists(ctx, "SELECT 1 FROM namespaces WHERE warehouse = ? AND parent = ? LIMIT 1", wh, key)
 			if err != nil {
 				return err

@@ -73,6 +73,7 @@ func Run(t *testing.T, open Opener) {
 		{"ColumnBindings", testColumnBindings},
 		{"MoveGrantsOn", testMoveGrantsOn},
 		{"Sharing", testSharing},
+		{"Functions", testFunctions},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
