@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/floe-lake/floe/cleanroom"
+	"github.com/floe-lake/floe/internal/testkit"
 	"github.com/floe-lake/floe/mgmtapi"
 )
 
@@ -140,8 +141,9 @@ func TestCleanRooms(t *testing.T) {
 	if len(rows.FieldDescriptions()) != 3 {
 		t.Fatalf("%d columns: the threshold column reached the client", len(rows.FieldDescriptions()))
 	}
-	if _, err := conn.Exec(ctx, "SELECT customer_id FROM customers"); !isCode(err, "42501") {
-		t.Fatalf("a raw read in the collaboration: %v", err)
+	_, rawErr := conn.Exec(ctx, "SELECT customer_id FROM customers")
+	if !isCode(rawErr, "42501") {
+		t.Fatalf("a raw read in the collaboration: %v", rawErr)
 	}
 
 	var log mgmtapi.QueryLog
@@ -155,10 +157,82 @@ func TestCleanRooms(t *testing.T) {
 	}
 	wantErrorHas(t, e.do(t, outsider, "GET", "/api/v1/cleanrooms/overlap/queries", nil), 404, "NotFoundException", "not a member")
 
+	// The same through the HTTP query API with "collaboration": the same
+	// result, the same refusals with the same messages, the same log and
+	// charges.
+	httpQuery(t, e, retailer, advertiser, outsider, conn, rawErr)
+
 	wantErrorHas(t, e.do(t, advertiser, "DELETE", "/api/v1/cleanrooms/overlap", nil), 403, "ForbiddenException", "not the creator")
 	okAs(retailer, 204, "DELETE", "/api/v1/cleanrooms/overlap", nil)
 	if _, err := conn.Exec(ctx, "SELECT count(*) FROM customers"); !isCode(err, "42501") {
 		t.Fatalf("a query after the drop: %v", err)
+	}
+}
+
+// httpQuery is TestCleanRooms' part for POST /api/v1/query: the overlap
+// analysis in collaboration "overlap" as the advertiser gives the rows the
+// SQL endpoint gave; a raw read and a join on a column that is not a join
+// key are refused with the SQL endpoint's messages (rawErr is its raw-read
+// error); an outsider cannot enter; each statement is in the query log;
+// with privacy on, a query is charged to the budget the log and SHOW
+// floe.privacy_budget report.
+func httpQuery(t *testing.T, e *env, retailer, advertiser, outsider string, conn *pgx.Conn, rawErr error) {
+	t.Helper()
+	const overlap = "SELECT c.segment, e.campaign, count(DISTINCT c.customer_id) AS n FROM customers c JOIN exposures e ON c.email = e.email GROUP BY c.segment, e.campaign ORDER BY 1"
+	q := func(tok, sql string) testkit.Response {
+		t.Helper()
+		return e.do(t, tok, "POST", "/api/v1/query", map[string]any{"sql": sql, "collaboration": "overlap"})
+	}
+	r := q(advertiser, overlap)
+	wantStatus(t, r, 200)
+	if got := strings.TrimSpace(string(r.Body)); got != `{"segment":"gold","campaign":"spring","n":4}` {
+		t.Fatalf("overlap over HTTP: %s, want gold/spring/4 only", got)
+	}
+	// Without the collaboration the configured names do not exist.
+	wantErrorHas(t, e.do(t, advertiser, "POST", "/api/v1/query", map[string]any{"sql": overlap}), 404, "NotFoundException", "42P01")
+
+	var pe *pgconn.PgError
+	errors.As(rawErr, &pe)
+	wantErrorHas(t, q(advertiser, "SELECT customer_id FROM customers"), 403, "ForbiddenException", pe.Message+" (SQLSTATE 42501)")
+	const badJoin = "SELECT count(*) FROM customers c JOIN exposures e ON c.customer_id = e.user_id"
+	_, wireErr := conn.Exec(context.Background(), badJoin)
+	if !errors.As(wireErr, &pe) || pe.Code != "42501" || !strings.Contains(pe.Message, "join") {
+		t.Fatalf("a join on identifiers over the SQL endpoint: %v", wireErr)
+	}
+	wantErrorHas(t, q(advertiser, badJoin), 403, "ForbiddenException", pe.Message+" (SQLSTATE 42501)")
+	wantErrorHas(t, q(outsider, "SELECT count(*) FROM customers"), 403, "ForbiddenException", "42501")
+	// A query string names it as the body does; two different names are refused.
+	r = e.do(t, advertiser, "POST", "/api/v1/query?collaboration=other", map[string]any{"sql": overlap, "collaboration": "overlap"})
+	wantErrorHas(t, r, 400, "BadRequestException", "two collaborations")
+
+	var log mgmtapi.QueryLog
+	e.do(t, advertiser, "GET", "/api/v1/cleanrooms/overlap/queries?limit=10", nil).JSON(t, &log)
+	// newest first: bad join (HTTP), bad join (wire), raw read (HTTP), overlap (HTTP), then the two wire queries.
+	if len(log.Queries) != 6 || log.Queries[3].Outcome != "success" || log.Queries[3].Rows != 1 || log.Queries[3].Suppressed != 1 ||
+		log.Queries[2].Outcome != "denied" || log.Queries[0].Outcome != "denied" || log.Queries[0].SQL != badJoin {
+		t.Fatalf("log after the HTTP queries: %+v", log.Queries)
+	}
+
+	// Differential privacy on: the HTTP query is charged as a wire one.
+	var c cleanroom.Collaboration
+	if err := json.Unmarshal(e.do(t, retailer, "PUT", "/api/v1/cleanrooms/overlap/privacy",
+		map[string]any{"privacy": map[string]any{"mechanism": "laplace", "epsilon": 0.5}}).Body, &c); err != nil || c.Privacy == nil {
+		t.Fatalf("privacy on: %+v %v", c, err)
+	}
+	wantStatus(t, q(advertiser, overlap), 200)
+	var bud cleanroom.Budget
+	e.do(t, advertiser, "GET", "/api/v1/cleanrooms/overlap/budget", nil).JSON(t, &bud)
+	if bud.Remaining != 1.5 {
+		t.Fatalf("budget after one DP query over HTTP: %+v, want 1.5 of 2 left", bud)
+	}
+	e.do(t, advertiser, "GET", "/api/v1/cleanrooms/overlap/queries?limit=1", nil).JSON(t, &log)
+	if len(log.Queries) != 1 || log.Queries[0].Epsilon != 0.5 || log.Queries[0].BudgetRemaining == nil || *log.Queries[0].BudgetRemaining != 1.5 {
+		t.Fatalf("log of the DP query: %+v", log.Queries)
+	}
+	r = q(advertiser, "SHOW floe.privacy_budget")
+	wantStatus(t, r, 200)
+	if !strings.Contains(string(r.Body), "1.5") {
+		t.Fatalf("SHOW floe.privacy_budget over HTTP: %s", r.Body)
 	}
 }
 

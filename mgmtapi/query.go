@@ -13,8 +13,10 @@ import (
 
 // Querier runs one SQL statement for POST /api/v1/query on the SQL
 // engine, as the caller (claims; nil when authentication is off), with
-// the same policies as the SQL endpoint. remote is the client's address.
-type Querier func(ctx context.Context, claims *auth.Claims, remote, sql string, args []any) (httpquery.Rows, error)
+// the same policies as the SQL endpoint, in q.Collaboration when it names
+// one (the clean-room checks of SET floe.collaboration). remote is the
+// client's address.
+type Querier func(ctx context.Context, claims *auth.Claims, remote string, q httpquery.Request) (httpquery.Rows, error)
 
 // query serves POST /api/v1/query: the statement's result streamed as
 // NDJSON, CSV or Arrow IPC (see package httpquery). The engine audits the
@@ -27,7 +29,7 @@ func (h *Handler) query(c *call) error {
 	if err != nil {
 		return err
 	}
-	rows, err := h.opts.Query(c.ctx, c.claims, c.r.RemoteAddr, q.SQL, q.Args)
+	rows, err := h.opts.Query(c.ctx, c.claims, c.r.RemoteAddr, q)
 	if err != nil {
 		return sqlError(err)
 	}

@@ -20,8 +20,10 @@ import (
 )
 
 // runQuery runs one statement of the HTTP query API (POST /api/v1/query)
-// on the SQL endpoint's engine, in a session of its own, as the caller.
-func (a *App) runQuery(ctx context.Context, claims *auth.Claims, remote string, sql string, args []any) (httpquery.Rows, error) {
+// on the SQL endpoint's engine, in a session of its own, as the caller,
+// in the request's collaboration when it names one.
+func (a *App) runQuery(ctx context.Context, claims *auth.Claims, remote string, q httpquery.Request) (httpquery.Rows, error) {
+	sql, args := q.SQL, q.Args
 	if a.sql == nil {
 		return nil, floe.E(floe.Unsupported, "query", "the SQL engine is off on this server (sql_listen is off)")
 	}
@@ -43,6 +45,13 @@ func (a *App) runQuery(ctx context.Context, claims *auth.Claims, remote string, 
 	// The server's statement bound applies here as on the wire protocol.
 	ctx, stop := context.WithTimeoutCause(ctx, a.cfg.SQLMaxStatementTimeout, errQueryTimeout)
 	ctx = engine.WithRequestID(ctx, mgmtapi.RequestID(ctx))
+	if q.Collaboration != "" {
+		if err := eng.EnterCollaboration(ctx, sess, q.Collaboration); err != nil {
+			eng.EndSession(sess)
+			stop()
+			return nil, err
+		}
+	}
 	st, err := eng.Prepare(ctx, sess, sql, nil)
 	if err != nil {
 		eng.EndSession(sess)

@@ -990,6 +990,18 @@ func roomRefusal(err error) error {
 	return err
 }
 
+// EnterCollaboration puts the session in a clean-room collaboration, as
+// SET floe.collaboration = 'name' does: the same membership check, audit
+// and, for its statements, the same rule checks, charges and query log.
+// The HTTP query API uses it for a request's "collaboration".
+func (e *Engine) EnterCollaboration(ctx context.Context, s *pgwire.Session, name string) error {
+	ss, ok := s.State.(*session)
+	if !ok {
+		return errNoSession
+	}
+	return ss.setCollaboration(ctx, name)
+}
+
 // setCollaboration runs SET floe.collaboration: the caller must be a
 // member and result receiver of it.
 func (ss *session) setCollaboration(ctx context.Context, name string) error {

@@ -9,7 +9,10 @@
 //
 //	{"sql": "SELECT ... WHERE id = $1", "parameters": [42], "format": "ndjson"}
 //
-// or the SQL text itself as a text/plain (or application/sql) body. The
+// or the SQL text itself as a text/plain (or application/sql) body. An
+// optional "collaboration" (body or ?collaboration=) runs the statement in
+// that clean-room collaboration, as SET floe.collaboration does on the
+// PostgreSQL wire protocol. The
 // format comes from "format" (body or ?format=), else from the Accept
 // header, else NDJSON:
 //
@@ -88,12 +91,17 @@ type Request struct {
 	SQL    string
 	Args   []any
 	Format Format
+	// Collaboration is the clean-room collaboration the statement runs
+	// in ("" for none).
+	Collaboration string
 }
 
 type jsonRequest struct {
 	SQL        *string           `json:"sql"`
 	Parameters []json.RawMessage `json:"parameters"`
 	Format     string            `json:"format"`
+	// Collaboration names the clean-room collaboration to query in.
+	Collaboration string `json:"collaboration"`
 }
 
 // Decode reads a query request (see the package doc).
@@ -108,6 +116,7 @@ func Decode(r *http.Request) (Request, error) {
 	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	format := r.URL.Query().Get("format")
+	q.Collaboration = r.URL.Query().Get("collaboration")
 	switch ct {
 	case "application/json":
 		var jr jsonRequest
@@ -132,6 +141,12 @@ func Decode(r *http.Request) (Request, error) {
 		}
 		if jr.Format != "" {
 			format = jr.Format
+		}
+		if jr.Collaboration != "" {
+			if q.Collaboration != "" && q.Collaboration != jr.Collaboration {
+				return q, floe.E(floe.Invalid, "query", "the request names two collaborations (?collaboration= and \"collaboration\")")
+			}
+			q.Collaboration = jr.Collaboration
 		}
 	case "", "text/plain", "application/sql":
 		q.SQL = string(body)

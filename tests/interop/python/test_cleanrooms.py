@@ -29,6 +29,9 @@ the campaign as dimensions, thresholds of 5 customers and 3 users).
   add/approve/list/remove`) run with EXECUTE TEMPLATE equals the plain-SQL
   reference; an unapproved template, a member it does not allow and raw
   SQL on a custom-rule table are refused (42501).
+* The HTTP query API (POST /api/v1/query with "collaboration", via
+  requests) returns the SQL endpoint's overlap rows and refuses raw rows,
+  joins on other columns and other tables with the SQL endpoint's messages.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import subprocess
 
 import psycopg
 import pytest
+import requests
 from conftest import floe_binary
 
 MIN_CUSTOMERS, MIN_USERS = 5, 3
@@ -424,3 +428,52 @@ def test_show_privacy_budget_drops_after_a_dp_query(floe, room) -> None:
         conn.execute("SELECT e.campaign, count(*) FROM customers c JOIN exposures e ON c.email = e.email GROUP BY e.campaign").fetchall()
         after = show()
         assert after["remaining_epsilon"] == 2.5 and after["spent_epsilon"] == 0.5
+
+
+def http_query(floe, party: Party, sql: str, collaboration: str | None = "overlap") -> requests.Response:
+    body = {"sql": sql}
+    if collaboration is not None:
+        body["collaboration"] = collaboration
+    return requests.post(f"{floe.uri}/api/v1/query", json=body, timeout=60,
+                         headers={"Authorization": f"Bearer {party.token}", "Accept": "application/x-ndjson"})
+
+
+def test_http_query_api_runs_the_overlap_in_the_collaboration(floe, room) -> None:
+    """POST /api/v1/query with "collaboration" returns what the SQL endpoint
+    returns (the threshold applied), and the query log records it."""
+    retailer, advertiser = room
+    wire, cols = in_room(floe, advertiser, OVERLAP)
+    r = http_query(floe, advertiser, OVERLAP)
+    assert r.status_code == 200, r.text
+    rows = [json.loads(line) for line in r.text.splitlines() if line]
+    assert [tuple(row[c] for c in cols) for row in rows] == [tuple(w) for w in wire]
+    assert ("bronze", "spring") not in [(row["segment"], row["campaign"]) for row in rows]
+    # Without the collaboration the configured names are not tables.
+    r = http_query(floe, advertiser, OVERLAP, collaboration=None)
+    assert r.status_code == 404 and "42P01" in r.text, r.text
+    log = json.loads(cli(floe, retailer.credential, "cleanroom", "log", "overlap", "--json").stdout)
+    assert any(q["sql"] == OVERLAP and q["member"] == advertiser.name and q["outcome"] == "success" for q in log["queries"]), log
+
+
+HTTP_ADVERSARIAL = [a for a in ADVERSARIAL if a[1] in ("aggregate outputs", "joins on allowed join keys", "configured tables only")]
+
+
+@pytest.mark.parametrize("sql,rule", HTTP_ADVERSARIAL, ids=[a[0][:60] for a in HTTP_ADVERSARIAL])
+def test_http_query_api_refuses_as_the_sql_endpoint_does(floe, room, sql, rule) -> None:
+    """Raw rows, joins on columns that are not join keys, other tables: the
+    HTTP query API refuses each with the SQL endpoint's own message."""
+    _, advertiser = room
+    with pytest.raises(psycopg.errors.InsufficientPrivilege) as e:
+        in_room(floe, advertiser, sql)
+    r = http_query(floe, advertiser, sql)
+    assert r.status_code == 403, r.text
+    err = r.json()["error"]
+    assert err["type"] == "ForbiddenException"
+    assert err["message"] == f"{e.value.diag.message_primary} (SQLSTATE 42501)", (err, str(e.value))
+    assert f"clean room rule ({rule})" in err["message"]
+
+
+def test_http_query_api_outsider_cannot_enter(floe, room) -> None:
+    outsider = Party(floe, "cr_http_outsider")
+    r = http_query(floe, outsider, "SELECT count(*) FROM customers")
+    assert r.status_code == 403 and "42501" in r.text, r.text
