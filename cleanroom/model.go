@@ -150,7 +150,17 @@ type Budget struct {
 	Refresh time.Time `json:"refresh"`
 }
 
-// Member is a principal of this Floe taking part in a collaboration.
+// RecipientPrefix starts the member name of a recipient: another
+// organisation's identity registered here (package sharing), which signs
+// in with its recipient bearer token. Principal names cannot hold ':', so
+// no principal's name starts with it.
+const RecipientPrefix = "recipient:"
+
+// IsRecipient reports whether a member (or subject) name is a recipient's.
+func IsRecipient(name string) bool { return strings.HasPrefix(name, RecipientPrefix) }
+
+// Member is a principal of this Floe or a recipient (RecipientPrefix)
+// taking part in a collaboration.
 type Member struct {
 	Principal string `json:"principal"`
 	// PrincipalID pins the principal: a principal created later under the

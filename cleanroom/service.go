@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/floe-lake/floe"
@@ -71,6 +72,11 @@ type Options struct {
 	// principal of this Floe): members and the owners whose rights
 	// configured tables are read with.
 	Subject func(ctx context.Context, name string) (authz.Subject, error)
+	// Recipient resolves a recipient (another organisation's identity
+	// registered here, package sharing) that by may add as a member: by
+	// must own it or be an administrator. The subject's Principal is
+	// RecipientPrefix + name. Nil: recipients cannot be members.
+	Recipient func(ctx context.Context, by authz.Subject, name string) (authz.Subject, error)
 	// Budgets keeps privacy budgets (nil: differential privacy is
 	// unavailable, its queries refused).
 	Budgets Budgets
@@ -169,6 +175,19 @@ func (s *Service) Create(ctx context.Context, sub authz.Subject, req CreateReque
 
 // member resolves a principal to add.
 func (s *Service) member(ctx context.Context, by authz.Subject, name string, now time.Time) (Member, error) {
+	if rname, ok := strings.CutPrefix(name, RecipientPrefix); ok {
+		if s.o.Recipient == nil {
+			return Member{}, floe.E(floe.Unsupported, "collaboration", "member %q: recipients cannot be members on this server (sharing is off)", name)
+		}
+		p, err := s.o.Recipient(ctx, by, rname)
+		if err != nil {
+			if k := floe.KindOf(err); k == floe.NotFound || k == floe.Forbidden {
+				return Member{}, floe.E(floe.Invalid, "collaboration", "member %q: no such recipient of yours on this Floe (a recipient is added by its owner or an administrator)", name)
+			}
+			return Member{}, err
+		}
+		return Member{Principal: p.Principal, PrincipalID: p.PrincipalID, AddedBy: by.Principal, AddedAt: now}, nil
+	}
 	p, err := s.o.Subject(ctx, name)
 	if err != nil {
 		if floe.KindOf(err) == floe.NotFound {
@@ -284,6 +303,9 @@ func (s *Service) ConfigureTable(ctx context.Context, sub authz.Subject, name st
 	}
 	if err := t.Validate(); err != nil {
 		return Collaboration{}, err
+	}
+	if IsRecipient(sub.Principal) {
+		return Collaboration{}, floe.E(floe.Forbidden, "collaboration", "%s is a recipient member: it queries and receives results but brings no tables (its data enters through a member of this Floe)", sub)
 	}
 	if _, err := s.visible(ctx, sub, name); err != nil {
 		return Collaboration{}, err

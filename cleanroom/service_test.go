@@ -123,7 +123,7 @@ func newService(t *testing.T, max int) *cleanroom.Service {
 }
 
 // newServiceWith is newService with privacy budgets and a clock.
-func newServiceWith(t *testing.T, max int, budgets cleanroom.Budgets, now func() time.Time) *cleanroom.Service {
+func newServiceWith(t *testing.T, max int, budgets cleanroom.Budgets, now func() time.Time, tweaks ...func(*cleanroom.Options)) *cleanroom.Service {
 	t.Helper()
 	sel := func(who, ns, tbl string, f *authz.DataFilter) authz.Grant {
 		return authz.Grant{ID: who + ns + tbl, Grantee: authz.Principal(who), Privilege: authz.Select,
@@ -137,7 +137,7 @@ func newServiceWith(t *testing.T, max int, budgets cleanroom.Budgets, now func()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cleanroom.New(cleanroom.Options{
+	o := cleanroom.Options{
 		Store:    &memStore{collabs: map[string]cleanroom.Collaboration{}},
 		Policies: policy{pol},
 		Tables: tables{
@@ -153,7 +153,11 @@ func newServiceWith(t *testing.T, max int, budgets cleanroom.Budgets, now func()
 		Now:               now,
 		Budgets:           budgets,
 		MaxCollaborations: max,
-	})
+	}
+	for _, f := range tweaks {
+		f(&o)
+	}
+	return cleanroom.New(o)
 }
 
 func customers() cleanroom.ConfiguredTable {

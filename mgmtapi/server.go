@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/floe-lake/floe/catalog"
 	"github.com/floe-lake/floe/internal/httperr"
 	"github.com/floe-lake/floe/internal/obs"
+	"github.com/floe-lake/floe/netallow"
 )
 
 // Prefix is the path prefix of every management endpoint.
@@ -45,6 +47,30 @@ const OutcomeDenied = "denied"
 // Verifier checks bearer tokens (auth.Service satisfies it).
 type Verifier interface {
 	Verify(ctx context.Context, token string) (auth.Claims, error)
+}
+
+// RecipientVerifier checks a recipient's bearer token from client and
+// returns claims naming the recipient as cleanroom.RecipientPrefix+name
+// (no scopes, never an administrator).
+type RecipientVerifier interface {
+	VerifyRecipient(ctx context.Context, token string, client netip.Addr) (auth.Claims, error)
+}
+
+// recipientTokenPrefix starts every recipient bearer token
+// (sharing.TokenPrefix).
+const recipientTokenPrefix = "floe_rcpt_"
+
+// recipientRoutes are the operations a recipient's token opens: a
+// recipient that is a member of a clean-room collaboration queries in it
+// and reads it, its log and its budget; the service and the engine check
+// the membership. Every other route refuses the token.
+var recipientRoutes = map[string]bool{
+	"POST /api/v1/query":                      true,
+	"GET /api/v1/cleanrooms":                  true,
+	"GET /api/v1/cleanrooms/{name}":           true,
+	"GET /api/v1/cleanrooms/{name}/queries":   true,
+	"GET /api/v1/cleanrooms/{name}/budget":    true,
+	"GET /api/v1/cleanrooms/{name}/templates": true,
 }
 
 // Principals is the registry of principals the API manages. Errors are
@@ -102,6 +128,10 @@ type Options struct {
 	// Products manages data products; nil makes the product endpoints
 	// answer 406 (unsupported).
 	Products Products
+	// Recipients authenticates the bearer tokens of recipients (another
+	// organisation's identities, package sharing) on the routes clean-room
+	// members use (recipientRoutes); nil refuses them everywhere.
+	Recipients RecipientVerifier
 	// CleanRooms manages clean-room collaborations; nil makes the clean
 	// room endpoints answer 406 (unsupported).
 	CleanRooms CleanRooms
@@ -289,7 +319,17 @@ func (h *Handler) wrap(rt route) http.Handler {
 				h.writeError(w, r, floe.E(floe.Unauthenticated, "token", "missing bearer token: authenticate at /v1/oauth/tokens and send Authorization: Bearer <token>"))
 				return
 			}
-			claims, err := h.opts.Auth.Verify(ctx, tok)
+			var claims auth.Claims
+			var err error
+			recipient := strings.HasPrefix(tok, recipientTokenPrefix)
+			switch {
+			case recipient && (h.opts.Recipients == nil || !recipientRoutes[rt.method+" "+rt.path]):
+				err = floe.E(floe.Forbidden, "token", "a recipient token opens only the clean-room query and read operations (POST /api/v1/query, GET /api/v1/cleanrooms...)")
+			case recipient:
+				claims, err = h.opts.Recipients.VerifyRecipient(ctx, tok, clientAddr(r))
+			default:
+				claims, err = h.opts.Auth.Verify(ctx, tok)
+			}
 			if err != nil {
 				h.writeError(w, r, err)
 				return
@@ -299,8 +339,10 @@ func (h *Handler) wrap(rt route) http.Handler {
 			ctx = auth.WithClaims(ctx, claims)
 			c.ctx, c.r = ctx, r.WithContext(ctx)
 			audited = true
-			// A catalog:read token never changes anything here either.
-			if err := claims.Permit(mutates, rt.method+" "+rt.path); err != nil {
+			// A catalog:read token never changes anything here either. A
+			// recipient's claims carry no scopes: its routes are reads
+			// whose services check its membership.
+			if err := claims.Permit(mutates, rt.method+" "+rt.path); err != nil && (!recipient || mutates) {
 				if mutates {
 					h.record(c, rt.action, err)
 				}
@@ -375,4 +417,16 @@ func (c *call) note(kv ...any) {
 	for i := 0; i+1 < len(kv); i += 2 {
 		c.detail[kv[i].(string)] = kv[i+1]
 	}
+}
+
+// clientAddr is the request's client address (the listener's, behind a
+// trusted proxy), or the zero Addr.
+func clientAddr(r *http.Request) netip.Addr {
+	if a, ok := netallow.ClientFrom(r.Context()); ok {
+		return a
+	}
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
 }

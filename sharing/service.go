@@ -809,6 +809,20 @@ var errBadToken = floe.E(floe.Unauthenticated, "token", "invalid, expired or rev
 // rotated-out token is floe.Unauthenticated, an address outside the
 // recipient's allowlist floe.Forbidden.
 func (s *Service) Authenticate(ctx context.Context, token string, remote netip.Addr) (Recipient, error) {
+	r, err := s.AuthenticateToken(ctx, token)
+	if err != nil {
+		return Recipient{}, err
+	}
+	if len(r.AllowedCIDRs) > 0 && !netallow.ContainsAny(r.AllowedCIDRs, remote) {
+		return Recipient{}, floe.E(floe.Forbidden, "recipient", "recipient %q may not connect from %s", r.Name, remote)
+	}
+	return r, nil
+}
+
+// AuthenticateToken is Authenticate without the address check, for a
+// transport that checks Recipient.AllowedCIDRs itself once it knows the
+// client (the SQL endpoint refuses a login from outside them).
+func (s *Service) AuthenticateToken(ctx context.Context, token string) (Recipient, error) {
 	if !wellFormed(token) {
 		return Recipient{}, errBadToken
 	}
@@ -826,9 +840,6 @@ func (s *Service) Authenticate(ctx context.Context, token string, remote netip.A
 	now := s.now()
 	if !t.Live(now) || !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt) {
 		return Recipient{}, errBadToken
-	}
-	if len(r.AllowedCIDRs) > 0 && !netallow.ContainsAny(r.AllowedCIDRs, remote) {
-		return Recipient{}, floe.E(floe.Forbidden, "recipient", "recipient %q may not connect from %s", r.Name, remote)
 	}
 	exp := t.ExpiresAt
 	if !r.ExpiresAt.IsZero() && (exp.IsZero() || r.ExpiresAt.Before(exp)) {

@@ -38,6 +38,9 @@ func (a *App) mgmtHandler() http.Handler {
 	}
 	if !a.cfg.InsecureNoAuth {
 		opts.Auth = a.auth
+		if a.sharing != nil && a.cleanrooms != nil {
+			opts.Recipients = recipientVerifier{a}
+		}
 	}
 	return mgmtapi.New(opts)
 }

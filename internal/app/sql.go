@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"github.com/floe-lake/floe/audit"
 	"net"
+	"strings"
+
+	"github.com/floe-lake/floe/cleanroom"
+	"github.com/floe-lake/floe/sharing"
 
 	"github.com/floe-lake/floe/auth"
 	"github.com/floe-lake/floe/authz"
@@ -165,6 +169,9 @@ func (s sqlAuth) Token(ctx context.Context, user, token string) (pgwire.Identity
 	if s.a.cfg.InsecureNoAuth {
 		return pgwire.Identity{Principal: user, Payload: engine.Caller{Subject: authz.Subject{Principal: user, Admin: true}, Unrestricted: true}}, nil
 	}
+	if strings.HasPrefix(token, sharing.TokenPrefix) && s.a.sharing != nil && s.a.cleanrooms != nil {
+		return s.a.recipientIdentity(ctx, token)
+	}
 	since := s.a.revocations.Version() // before the token is verified: a revocation after it ends the session
 	claims, err := s.a.auth.Verify(ctx, token)
 	if err != nil {
@@ -177,7 +184,10 @@ func (s sqlAuth) Token(ctx context.Context, user, token string) (pgwire.Identity
 
 // sqlIdentity is the session identity of an authenticated principal.
 func sqlIdentity(claims auth.Claims) pgwire.Identity {
-	return pgwire.Identity{Principal: claims.Principal, Payload: engine.Caller{Subject: authz.SubjectOf(claims), Unrestricted: claims.Admin, ReadOnly: !claims.CanWriteCatalog(), TokenID: claims.TokenID},
+	// A recipient (another organisation's clean-room member) may only
+	// query in its collaborations; no principal's name can look like one.
+	return pgwire.Identity{Principal: claims.Principal, Payload: engine.Caller{Subject: authz.SubjectOf(claims), Unrestricted: claims.Admin, ReadOnly: !claims.CanWriteCatalog(), TokenID: claims.TokenID,
+		RoomsOnly: cleanroom.IsRecipient(claims.Principal)},
 		AllowedCIDRs: claims.AllowedCIDRs}
 }
 

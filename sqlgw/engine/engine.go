@@ -63,6 +63,10 @@ type Caller struct {
 	// with; "" for a SQL password. Every sql.query event names it, as the
 	// catalog's events do.
 	TokenID string
+	// RoomsOnly callers (recipients: another organisation's members of
+	// clean rooms) may only query inside a collaboration: any other
+	// statement but SET, SHOW and RESET is refused (42501).
+	RoomsOnly bool
 }
 
 // Defaults of Options.
@@ -258,6 +262,7 @@ type session struct {
 	temps        map[string]int64 // temporary tables (lower case) and their rows (temp.go)
 	tempRows     int64
 	room         string // the collaboration the session queries in (cleanroom.go); "" for none
+	roomsOnly    bool   // Caller.RoomsOnly
 }
 
 // StartSession opens the session's DuckDB database.
@@ -278,7 +283,7 @@ func (e *Engine) StartSession(ctx context.Context, s *pgwire.Session) error {
 		db.Close()
 		return fmt.Errorf("connect duckdb: %w", err)
 	}
-	ss := &session{e: e, pg: s, sub: c.Subject, tokenID: c.TokenID, unrestricted: c.Unrestricted, readOnly: c.ReadOnly, db: db, conn: dc.(*duckdb.Conn), tables: newTableCache(e.opts.TableCacheBytes)}
+	ss := &session{e: e, pg: s, sub: c.Subject, tokenID: c.TokenID, unrestricted: c.Unrestricted, readOnly: c.ReadOnly || c.RoomsOnly, roomsOnly: c.RoomsOnly, db: db, conn: dc.(*duckdb.Conn), tables: newTableCache(e.opts.TableCacheBytes)}
 	if err := ss.configure(ctx); err != nil {
 		ss.close()
 		return err
@@ -458,6 +463,12 @@ func (e *Engine) Prepare(ctx context.Context, s *pgwire.Session, sql string, par
 		st.pins.release()
 		st.pins = nil
 		return st, nil
+	}
+	if ss.roomsOnly && ss.room == "" {
+		err := &pgwire.Error{Code: pgwire.CodeInsufficientPrivilege,
+			Message: fmt.Sprintf("%s may only query in a clean-room collaboration it is a member of: SET %s = 'name' first", ss.sub, collaborationSetting)}
+		ss.auditQuery(ctx, &selectStmt{ss: ss, text: sql}, -1, err)
+		return nil, err
 	}
 	if ss.room != "" && (ddlKeyword(sql) || dmlKeyword(sql) != 0) {
 		err := ruleError(ruleStatement, "only queries run in a collaboration: %s statements are refused (RESET %s to leave it)",

@@ -29,6 +29,10 @@ the campaign as dimensions, thresholds of 5 customers and 3 users).
   add/approve/list/remove`) run with EXECUTE TEMPLATE equals the plain-SQL
   reference; an unapproved template, a member it does not allow and raw
   SQL on a custom-rule table are refused (42501).
+* A member from another organisation: recipient cr_agency (bearer token)
+  runs the overlap over the SQL endpoint and HTTP with the principals'
+  result, and reads nothing else (no raw SELECT, no catalog listing, no
+  REST catalog or other management route, no PyIceberg loadTable).
 * The HTTP query API (POST /api/v1/query with "collaboration", via
   requests) returns the SQL endpoint's overlap rows and refuses raw rows,
   joins on other columns and other tables with the SQL endpoint's messages.
@@ -44,6 +48,7 @@ import psycopg
 import pytest
 import requests
 from conftest import floe_binary
+from pyiceberg.exceptions import ForbiddenError, UnauthorizedError
 
 MIN_CUSTOMERS, MIN_USERS = 5, 3
 
@@ -477,3 +482,72 @@ def test_http_query_api_outsider_cannot_enter(floe, room) -> None:
     outsider = Party(floe, "cr_http_outsider")
     r = http_query(floe, outsider, "SELECT count(*) FROM customers")
     assert r.status_code == 403 and "42501" in r.text, r.text
+
+
+@pytest.fixture(scope="module")
+def agency(floe, room):
+    """Recipient "cr_agency" of another organisation, made by the retailer
+    (granted CREATE_SHARE) and added by it to the collaboration: its bearer
+    token."""
+    retailer, _ = room
+    admin = floe.fetch_token()
+    floe.request("POST", "/api/v1/grants", token=admin, body={
+        "grantee": {"kind": "principal", "name": retailer.name}, "privilege": "CREATE_SHARE", "on": {"kind": "warehouse"}})
+    cred = floe.request("POST", "/api/v1/recipients", token=retailer.token,
+                        body={"name": "cr_agency", "properties": {"org": "Agency Inc"}})
+    cli(floe, retailer.credential, "cleanroom", "add-member", "overlap", "recipient:cr_agency")
+    return cred["profile"]["bearerToken"]
+
+
+def test_recipient_member_runs_the_overlap(floe, room, agency) -> None:
+    """A member from another organisation (a recipient, its bearer token as
+    the SQL password of user recipient:<name>, and as the HTTP bearer)
+    runs the overlap analysis: the result equals the plain-SQL reference
+    minus the suppressed group, as the principals' own."""
+    _, advertiser = room
+    wire, _ = in_room(floe, advertiser, OVERLAP)
+    with psycopg.connect(host="127.0.0.1", port=floe.sql_port, dbname="floe", user="recipient:cr_agency", password=agency,
+                         sslmode="disable", connect_timeout=10, autocommit=True) as conn:
+        conn.execute("SET floe.collaboration = 'overlap'")
+        assert conn.execute(OVERLAP).fetchall() == wire
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as e:
+            conn.execute("SELECT email FROM customers")
+        assert "clean room rule (aggregate outputs)" in str(e.value)
+    r = requests.post(f"{floe.uri}/api/v1/query", json={"sql": OVERLAP, "collaboration": "overlap"}, timeout=60,
+                      headers={"Authorization": f"Bearer {agency}"})
+    assert r.status_code == 200, r.text
+    assert [tuple(json.loads(line).values()) for line in r.text.splitlines() if line] == [tuple(w) for w in wire]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM cr_retail.customers",
+    "SELECT count(*) FROM cr_ads.exposures",
+    "SELECT table_schema, table_name FROM information_schema.tables",
+    "SELECT * FROM pg_catalog.pg_tables",
+])
+def test_recipient_member_reads_nothing_else(floe, room, agency, sql) -> None:
+    """Outside the collaboration the recipient's session runs nothing: no
+    raw SELECT of either table, no catalog listing (42501), over the SQL
+    endpoint and over HTTP."""
+    with psycopg.connect(host="127.0.0.1", port=floe.sql_port, dbname="floe", user="recipient:cr_agency", password=agency,
+                         sslmode="disable", connect_timeout=10, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as e:
+            conn.execute(sql)
+        assert "may only query in a clean-room collaboration" in str(e.value)
+    r = requests.post(f"{floe.uri}/api/v1/query", json={"sql": sql}, timeout=60, headers={"Authorization": f"Bearer {agency}"})
+    assert r.status_code == 403 and "may only query in a clean-room collaboration" in r.text, r.text
+
+
+def test_recipient_member_token_opens_no_catalog(floe, room, agency) -> None:
+    """The REST catalog (listing, loadTable) and the management API's other
+    routes refuse the recipient's token; PyIceberg cannot load a table with it."""
+    for path in ["/v1/floe/namespaces", "/v1/floe/namespaces/cr_retail/tables/customers"]:
+        r = requests.get(f"{floe.uri}{path}", timeout=30, headers={"Authorization": f"Bearer {agency}"})
+        assert r.status_code in (401, 403), (path, r.status_code, r.text)
+    r = requests.get(f"{floe.uri}/api/v1/grants", timeout=30, headers={"Authorization": f"Bearer {agency}"})
+    assert r.status_code == 403 and "recipient token opens only" in r.text, r.text
+    with pytest.raises((ForbiddenError, UnauthorizedError)):
+        floe.catalog(token=agency).load_table(("cr_retail", "customers"))
+    # It sees its collaboration and the query log, as any member.
+    r = requests.get(f"{floe.uri}/api/v1/cleanrooms/overlap/queries", timeout=30, headers={"Authorization": f"Bearer {agency}"})
+    assert r.status_code == 200 and any(q["member"] == "recipient:cr_agency" for q in r.json()["queries"]), r.text
