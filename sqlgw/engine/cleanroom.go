@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"slices"
@@ -914,10 +915,13 @@ func (c *roomCheck) configured() map[uintptr]*cleanroom.ConfiguredTable {
 }
 
 // projectRoom narrows a table's view to the configured columns. Under
-// differential privacy (dp) it also keeps at most the rule's
-// max_contributions rows of each identifier (which ones is arbitrary) and
-// clamps the columns with a range to [lo, hi] as DOUBLE (NULL stays NULL).
-func projectRoom(view string, t *cleanroom.ConfiguredTable, dp bool) string {
+// differential privacy (dp) it clamps the columns with a range to [lo, hi]
+// as DOUBLE (NULL stays NULL) and, when bound is set, keeps at most the
+// rule's max_contributions rows of each identifier (which ones is
+// arbitrary). bound may be false only when every identifier of the view
+// is on one row and not NULL (uniqueIdentifier): the bound keeps every row
+// then.
+func projectRoom(view string, t *cleanroom.ConfiguredTable, dp, bound bool) string {
 	cols := t.AllColumns()
 	if !dp {
 		return "SELECT " + strings.Join(quoteIdents(cols), ", ") + " FROM (" + view + ") AS floe_configured"
@@ -933,6 +937,9 @@ func projectRoom(view string, t *cleanroom.ConfiguredTable, dp bool) string {
 		lo, hi := "CAST("+strconv.FormatFloat(r.Lo, 'g', -1, 64)+" AS DOUBLE)", "CAST("+strconv.FormatFloat(r.Hi, 'g', -1, 64)+" AS DOUBLE)"
 		sel[i] = "CASE WHEN " + q + " < " + lo + " THEN " + lo + " WHEN " + q + " > " + hi + " THEN " + hi + " ELSE CAST(" + q + " AS DOUBLE) END AS " + q
 	}
+	if !bound {
+		return "SELECT " + strings.Join(sel, ", ") + " FROM (" + view + ") AS floe_configured"
+	}
 	if t.Rule.Bound() == 1 {
 		// One row per identifier: DISTINCT ON hashes once, where the
 		// window would also number the rows.
@@ -940,6 +947,42 @@ func projectRoom(view string, t *cleanroom.ConfiguredTable, dp bool) string {
 	}
 	return "SELECT " + strings.Join(sel, ", ") + " FROM (" + view + ") AS floe_configured QUALIFY row_number() OVER (PARTITION BY " +
 		quoteIdent(t.Identifier) + ") <= " + strconv.Itoa(t.Rule.Bound())
+}
+
+// maxUniqueIdentifiers bounds the engine's cache of uniqueIdentifier
+// answers (one per table snapshot and identifier column).
+const maxUniqueIdentifiers = 4096
+
+// uniqueIdentifier reports whether every row of a configured table's view
+// r has its own identifier, none NULL: then the per-identifier row bound
+// of differential privacy keeps every row and need not run. It counts once
+// per table snapshot (snapshots never change) and keeps the answer in a
+// bounded cache; a view under a data filter is never reported unique (a
+// configured table is read in full, so this does not happen).
+func (ss *session) uniqueIdentifier(ctx context.Context, r *resolved, identifier string) (bool, error) {
+	if r.filtered || r.uuid == "" {
+		return false, nil
+	}
+	if r.snapshot == 0 {
+		return true, nil // no rows
+	}
+	key := r.wh + "\x00" + r.uuid + "\x00" + strconv.FormatInt(r.snapshot, 10) + "\x00" + identifier
+	if u, ok := ss.e.unique.Get(key); ok {
+		return u, nil
+	}
+	id := quoteIdent(identifier)
+	rows, err := ss.conn.QueryContext(ctx, "SELECT count(*) = count(DISTINCT "+id+") FROM ("+r.sql+") AS floe_configured", nil)
+	if err != nil {
+		return false, fmt.Errorf("clean room: count the identifiers of %s: %w", r.name(), err)
+	}
+	defer rows.Close()
+	dst := make([]driver.Value, 1)
+	if err := rows.Next(dst); err != nil {
+		return false, fmt.Errorf("clean room: count the identifiers of %s: %w", r.name(), err)
+	}
+	u, _ := dst[0].(bool)
+	ss.e.unique.Add(key, u)
+	return u, nil
 }
 
 func quoteIdents(cols []string) []string {

@@ -71,7 +71,7 @@ func TestRoomDPRewrite(t *testing.T) {
 	if _, err := checkRoom(d.parse(t, "SELECT sum(c.ltv) FROM customers c"), room); err == nil || !strings.Contains(err.Error(), "declares no range") {
 		t.Fatalf("sum without a range: %v", err)
 	}
-	view := projectRoom("SELECT * FROM t", &room.Collaboration.Tables[1], true)
+	view := projectRoom("SELECT * FROM t", &room.Collaboration.Tables[1], true, true)
 	for _, want := range []string{`QUALIFY row_number() OVER (PARTITION BY "user_id") <= 3`, `WHEN "spend" < CAST(-5 AS DOUBLE) THEN CAST(-5 AS DOUBLE)`} {
 		if !strings.Contains(view, want) {
 			t.Errorf("view %s lacks %s", view, want)

@@ -163,6 +163,7 @@ type Engine struct {
 	plans    *planCache
 	filters  *lru.Cache[string, string] // row filter and its column names -> canonical SQL, "" if refused
 	trees    *lru.Cache[string, []byte] // a view's expansion SQL -> its syntax tree (JSON), see views.go
+	unique   *lru.Cache[string, bool]   // a table snapshot's identifier column -> unique (cleanroom.go)
 	queries  atomic.Uint64
 	kept     tableCacheCounters
 	planned  planCounters
@@ -224,8 +225,12 @@ func New(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	unique, err := lru.New[string, bool](maxUniqueIdentifiers)
+	if err != nil {
+		return nil, err
+	}
 	return &Engine{opts: opts, log: opts.Logger, files: newFileCache(opts.Objects, opts.CacheBytes, opts.CacheFiles), plans: plans, filters: filters,
-		rewriter: viewrename.New(), trees: trees}, nil
+		rewriter: viewrename.New(), trees: trees, unique: unique}, nil
 }
 
 // Close releases the file cache. Sessions must have ended.
@@ -660,7 +665,16 @@ func (st *selectStmt) plan(ctx context.Context) (err error) {
 			return err
 		}
 		if ref.roomTable != nil {
-			r.sql = projectRoom(r.sql, ref.roomTable, ref.roomDP)
+			bound := ref.roomDP
+			if bound {
+				unique, err := ss.uniqueIdentifier(ctx, r, ref.roomTable.Identifier)
+				if err != nil {
+					pins.release()
+					return err
+				}
+				bound = !unique
+			}
+			r.sql = projectRoom(r.sql, ref.roomTable, ref.roomDP, bound)
 		}
 		views[i] = r
 		sig.WriteString(r.sql)

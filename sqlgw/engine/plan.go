@@ -25,8 +25,9 @@ import (
 type resolved struct {
 	wh       string
 	id       catalog.Ident
-	snapshot int64 // 0: the table has no snapshot
-	filtered bool  // a data filter applies
+	uuid     string // the table's UUID
+	snapshot int64  // 0: the table has no snapshot
+	filtered bool   // a data filter applies
 	sql      string
 	files    int // data files read
 	pruned   int // data files skipped by their statistics
@@ -112,7 +113,7 @@ func (e *Engine) resolve(ctx context.Context, ss *session, ref *tableRef, pins *
 // filters of sub applied.
 func (e *Engine) resolveLoaded(ctx context.Context, ss *session, ref *tableRef, wh string, id catalog.Ident, tbl *table.Table,
 	sub authz.Subject, filters []authz.DataFilter, pins *pinSet) (*resolved, error) {
-	r := &resolved{wh: wh, id: id, filtered: filters != nil}
+	r := &resolved{wh: wh, id: id, uuid: tbl.Metadata().TableUUID().String(), filtered: filters != nil}
 	snap, err := e.snapshotOf(ctx, ss, tbl, ref.at)
 	if err != nil {
 		return nil, err
