@@ -2,9 +2,13 @@ package cleanroom_test
 
 import (
 	"context"
+	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/floe-lake/floe/cleanroom"
 )
@@ -60,5 +64,66 @@ func TestContributionBoundWithDuplicates(t *testing.T) {
 	}
 	if got := sumOf(t, r.member, attackAll); !near(got, 2637) {
 		t.Fatalf("duplicates deleted: sum %v, want 2637", got)
+	}
+}
+
+// TestJoinFanOutUnderDP: one person joined to many rows of the other
+// table. Ten more customers (distinct people, one row each) share user
+// 20's e-mail: the exact join then counts user 20's spend 11 times (sum
+// 10,007), eleven times the one row the exposures' rule lets an
+// identifier contribute, and the noise (calibrated to that one row) would
+// not hide it. Under differential privacy such a join is refused (42501,
+// naming the join key) before the budget is charged; a join on keys unique in both tables runs (before
+// the insert, and again once the extra customers are deleted); without
+// differential privacy the aggregation rule still runs it.
+func TestJoinFanOutUnderDP(t *testing.T) {
+	ctx := context.Background()
+	r := startDPRoom(t)
+	admin := connectT(t, r.f, "admin", r.f.Token(t))
+	if _, err := r.svc.SetPrivacy(ctx, r.retailer, "overlap", &cleanroom.Privacy{Mechanism: cleanroom.Laplace, Epsilon: 30_000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.SetBudget(ctx, r.retailer, "overlap", cleanroom.MaxEpsilon, 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	r.member = r.conn(t)
+	if got := sumOf(t, r.member, attackAll); math.Abs(got-2637) >= 3 {
+		t.Fatalf("a one-to-one join: sum %v, want 2637", got)
+	}
+	if _, err := admin.Exec(ctx, "INSERT INTO retail.customers SELECT 100 + i, 20, 'y' FROM (VALUES (1), (2), (3), (4), (5), (6), (7), (8), (9), (10)) AS r(i)"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sumOf(t, admin, "SELECT sum(e.spend) FROM retail.customers c JOIN ads.exposures e ON c.email = e.email"); got != 10007 {
+		t.Fatalf("the exact sum with the fan-out is %v, want 10007", got)
+	}
+	before, err := r.svc.Budget(ctx, r.retailer, "overlap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s float64
+	err = r.member.QueryRow(ctx, attackAll).Scan(&s)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" || !strings.Contains(pe.Message, "join key email of configured table customers is shared by several identifiers") {
+		t.Fatalf("a join that fans out under DP: %v (sum %v), want 42501 join key email ... shared", err, s)
+	}
+	if after, err := r.svc.Budget(ctx, r.retailer, "overlap"); err != nil || after.Remaining != before.Remaining {
+		t.Fatalf("the refused query was charged: %v remaining, was %v (%v)", after.Remaining, before.Remaining, err)
+	}
+	if _, err := r.svc.SetPrivacy(ctx, r.retailer, "overlap", nil); err != nil {
+		t.Fatal(err)
+	}
+	plain := r.conn(t)
+	if got := sumOf(t, plain, attackAll); got != 10007 {
+		t.Fatalf("without DP the aggregation rule runs the join: sum %v, want 10007", got)
+	}
+	if _, err := r.svc.SetPrivacy(ctx, r.retailer, "overlap", &cleanroom.Privacy{Mechanism: cleanroom.Laplace, Epsilon: 30_000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "DELETE FROM retail.customers WHERE customer_id > 100"); err != nil {
+		t.Fatal(err)
+	}
+	r.member = r.conn(t)
+	if got := sumOf(t, r.member, attackAll); math.Abs(got-2637) >= 3 {
+		t.Fatalf("the extra customers deleted: sum %v, want 2637", got)
 	}
 }

@@ -39,6 +39,9 @@ type tableRef struct {
 	// roomDP is set when the collaboration's privacy is on: the table is
 	// read with its row bound and clamped ranges.
 	roomDP bool
+	// roomJoinKeys are the table's columns the statement joins on (under
+	// differential privacy each must be unique in the snapshot read).
+	roomJoinKeys []string
 }
 
 // atClause is a time-travel clause: AT (VERSION => n) or AT (TIMESTAMP => 'ts').

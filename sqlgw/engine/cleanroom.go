@@ -82,6 +82,8 @@ type roomTable struct {
 	alias string
 	t     cleanroom.ConfiguredTable
 	n     node
+	// joined are the join keys the statement's join conditions use.
+	joined []string
 }
 
 // roomCheck is what checking a statement against a collaboration found.
@@ -462,6 +464,9 @@ func (c *roomCheck) joinKey(v any) (string, error) {
 	}
 	if !slices.Contains(t.t.JoinKeys, col) {
 		return "", ruleError(ruleJoin, "column %s.%s is not an allowed join key", t.alias, col)
+	}
+	if !slices.Contains(t.joined, col) {
+		t.joined = append(t.joined, col)
 	}
 	return t.alias, nil
 }
@@ -905,6 +910,16 @@ func (c *roomCheck) definers() map[uintptr]*viewRights {
 	return out
 }
 
+// joinedKeys are the join keys each configured table is joined on (by
+// node).
+func (c *roomCheck) joinedKeys() map[uintptr][]string {
+	out := make(map[uintptr][]string, len(c.tables))
+	for _, t := range c.tables {
+		out[nodeKey(t.n)] = t.joined
+	}
+	return out
+}
+
 // configured are the configured tables a query reads (by node).
 func (c *roomCheck) configured() map[uintptr]*cleanroom.ConfiguredTable {
 	out := make(map[uintptr]*cleanroom.ConfiguredTable, len(c.tables))
@@ -960,18 +975,43 @@ const maxUniqueIdentifiers = 4096
 // bounded cache; a view under a data filter is never reported unique (a
 // configured table is read in full, so this does not happen).
 func (ss *session) uniqueIdentifier(ctx context.Context, r *resolved, identifier string) (bool, error) {
+	return ss.uniqueColumn(ctx, r, identifier)
+}
+
+// ownedJoinKey reports whether every value of join key col in a
+// configured table's view r belongs to one identifier (rows with a NULL
+// key, which match nothing, aside; NULL identifiers count as one): then
+// the rows of the other side that one row joins belong to one person,
+// at most its bound of them, and one person's rows reach at most the
+// product of the tables' bounds after the join (what the noise is
+// calibrated to). As uniqueIdentifier, it counts once per table snapshot.
+func (ss *session) ownedJoinKey(ctx context.Context, r *resolved, col, identifier string) (bool, error) {
+	k, id := quoteIdent(col), quoteIdent(identifier)
+	return ss.uniqueBy(ctx, r, "key\x00"+col+"\x00"+identifier,
+		"SELECT count(*) = 0 FROM (SELECT 1 FROM ("+r.sql+") AS floe_configured WHERE "+k+" IS NOT NULL GROUP BY "+k+
+			" HAVING min("+id+") <> max("+id+") OR (count("+id+") > 0 AND count("+id+") < count(*))) AS floe_shared")
+}
+
+// uniqueColumn is uniqueIdentifier's count: no NULL, no value twice.
+func (ss *session) uniqueColumn(ctx context.Context, r *resolved, col string) (bool, error) {
+	id := quoteIdent(col)
+	return ss.uniqueBy(ctx, r, "id\x00"+col, "SELECT count(*) = count(DISTINCT "+id+") FROM ("+r.sql+") AS floe_configured")
+}
+
+// uniqueBy runs a one-boolean query q over view r once per table
+// snapshot and what (the cache's key), and keeps the answer.
+func (ss *session) uniqueBy(ctx context.Context, r *resolved, what, q string) (bool, error) {
 	if r.filtered || r.uuid == "" {
 		return false, nil
 	}
 	if r.snapshot == 0 {
 		return true, nil // no rows
 	}
-	key := r.wh + "\x00" + r.uuid + "\x00" + strconv.FormatInt(r.snapshot, 10) + "\x00" + identifier
+	key := r.wh + "\x00" + r.uuid + "\x00" + strconv.FormatInt(r.snapshot, 10) + "\x00" + what
 	if u, ok := ss.e.unique.Get(key); ok {
 		return u, nil
 	}
-	id := quoteIdent(identifier)
-	rows, err := ss.conn.QueryContext(ctx, "SELECT count(*) = count(DISTINCT "+id+") FROM ("+r.sql+") AS floe_configured", nil)
+	rows, err := ss.conn.QueryContext(ctx, q, nil)
 	if err != nil {
 		return false, fmt.Errorf("clean room: count the identifiers of %s: %w", r.name(), err)
 	}
@@ -1013,10 +1053,13 @@ func (ss *session) analyzeRoom(ctx context.Context, name string, stmt node, tmpl
 	if err != nil {
 		return nil, nil, err
 	}
-	tables := c.configured()
+	tables, joined := c.configured(), c.joinedKeys()
 	for _, ref := range a.refs {
 		ref.roomTable = tables[nodeKey(ref.n)]
 		ref.roomDP = c.dp != nil
+		if ref.roomDP {
+			ref.roomJoinKeys = joined[nodeKey(ref.n)]
+		}
 		if ref.roomTable == nil || ref.rights == nil {
 			return nil, nil, ruleError(ruleTables, "only configured tables may be read")
 		}

@@ -63,3 +63,47 @@ func TestUniqueIdentifier(t *testing.T) {
 	// Snapshot 1 was evicted (3 and 4 came later): it is counted again.
 	check(1, dup, false, false)
 }
+
+// TestOwnedJoinKey: under differential privacy a join key must belong to
+// one identifier per value: rows of one person sharing a key are fine,
+// two people sharing one are not (a row joining them would count both),
+// NULL keys match nothing and are aside, a key shared by a NULL and a
+// non-NULL identifier is refused; answers are cached per snapshot.
+func TestOwnedJoinKey(t *testing.T) {
+	ctx := context.Background()
+	c, err := duckdb.NewConnector("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dc, err := c.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	cache, err := lru.New[string, bool](16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := &session{e: &Engine{unique: cache}, conn: dc.(*duckdb.Conn)}
+	for i, tc := range []struct {
+		rows string
+		want bool
+	}{
+		{"(1, 'a'), (2, 'b'), (3, 'c')", true},
+		{"(1, 'a'), (1, 'a'), (2, 'b')", true},       // one person's two rows
+		{"(1, 'a'), (2, 'a'), (3, 'c')", false},      // two people share 'a'
+		{"(1, NULL), (2, NULL), (3, 'c')", true},     // NULL keys match nothing
+		{"(NULL, 'a'), (1, 'a')", false},             // a NULL identifier and 1 share 'a'
+		{"(NULL, 'a'), (NULL, 'a'), (1, 'b')", true}, // NULL identifiers count as one
+	} {
+		r := &resolved{wh: "wh", uuid: "u1", snapshot: int64(i + 1), sql: "SELECT * FROM (VALUES " + tc.rows + ") t(id, k)"}
+		got, err := ss.ownedJoinKey(ctx, r, "k", "id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%s: owned = %v, want %v", tc.rows, got, tc.want)
+		}
+	}
+}

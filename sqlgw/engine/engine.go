@@ -666,6 +666,20 @@ func (st *selectStmt) plan(ctx context.Context) (err error) {
 		}
 		if ref.roomTable != nil {
 			bound := ref.roomDP
+			for _, k := range ref.roomJoinKeys {
+				// The noise is calibrated to each identifier's rows; a
+				// join that matched one row many times would multiply
+				// them past the declared bound.
+				owned, err := ss.ownedJoinKey(ctx, r, k, ref.roomTable.Identifier)
+				if err != nil {
+					pins.release()
+					return err
+				}
+				if !owned {
+					pins.release()
+					return ruleError(ruleDP, "join key %s of configured table %s is shared by several identifiers: under differential privacy a row may only join rows of one person, or one person's rows would count past the declared bounds (max_contributions)", k, ref.roomTable.Name)
+				}
+			}
 			if bound {
 				unique, err := ss.uniqueIdentifier(ctx, r, ref.roomTable.Identifier)
 				if err != nil {

@@ -21,8 +21,9 @@ the campaign as dimensions, thresholds of 5 customers and 3 users).
 * Outside the collaboration neither member can read the other's table.
 * The collaboration's query log (`floe cleanroom log`) shows both members
   the queries, with the rows returned and the groups suppressed.
-* Differential privacy and its budget (a second collaboration); SHOW
-  floe.privacy_budget drops after a DP query.
+* Differential privacy and its budget (a second collaboration); a join
+  that fans out (one customer matching several users) is refused under
+  DP; SHOW floe.privacy_budget drops after a DP query.
 * The list rule (`--analysis-rule list`): an overlap list equals the
   plain-SQL reference; identifiers and join keys are refused (42501).
 * The custom rule: a parameterised template (`floe cleanroom template
@@ -254,24 +255,30 @@ def test_query_log_is_visible_to_both_members(floe, room) -> None:
 
 
 DP_QUERY = ("SELECT e.campaign, count(*) AS n, sum(e.spend) AS s "
-            "FROM customers c JOIN exposures e ON c.email = e.email GROUP BY e.campaign ORDER BY e.campaign")
+            "FROM exposures e GROUP BY e.campaign ORDER BY e.campaign")
+# The overlap join fans out under DP: an e-mail of the exposures belongs to
+# several users (1000 + row), so a customer would count once per user.
+DP_FANOUT = ("SELECT e.campaign, count(*) AS n, sum(e.spend) AS s "
+             "FROM customers c JOIN exposures e ON c.email = e.email GROUP BY e.campaign ORDER BY e.campaign")
 
 
 def test_differential_privacy_and_budget(floe, room) -> None:
     """A second collaboration over the same tables with differential
-    privacy (Laplace, epsilon 2 per query, budget 5 a day). Each row has 4
-    noisy values (two identifier counts, COUNT, SUM), so each gets epsilon
-    0.5: COUNT's noise is Laplace(b = 1/0.5 = 2), SUM's (spend clamped to
-    [0, 2], one row per identifier) Laplace(b = 2/0.5 = 4). The tolerance
-    is 10 b (P(|noise| > 10 b) = e^-10 per value): 20 for counts, 40 for
-    sums. Two queries charge 2 each; the third would overspend (1 left) and
-    is refused with 42501; `floe cleanroom budget` shows the remainder."""
+    privacy (Laplace, epsilon 2 per query, budget 5 a day). The overlap
+    join is refused under DP (an e-mail of the exposures belongs to several
+    users: a customer would count once per user, past its bound) without a
+    charge. The query over the exposures has 3 noisy values per row (the
+    identifier count, COUNT, SUM), so each gets epsilon 2/3: COUNT's noise
+    is Laplace(b = 1.5), SUM's (spend clamped to [0, 2], one row per
+    identifier) Laplace(b = 3). The tolerance is 10 b (P(|noise| > 10 b) =
+    e^-10 per value): 15 for counts, 30 for sums. Two queries charge 2
+    each; the third would overspend (1 left) and is refused with 42501;
+    `floe cleanroom budget` shows the remainder."""
     retailer, advertiser = room
     admin = floe.fetch_token()
     with connect(floe, "admin", admin) as conn:
         exact = {r[0]: (r[1], r[2]) for r in conn.execute(
-            "SELECT e.campaign, count(*), sum(e.spend) FROM cr_retail.customers c JOIN cr_ads.exposures e "
-            "ON c.email = e.email GROUP BY e.campaign").fetchall()}
+            "SELECT e.campaign, count(*), sum(e.spend) FROM cr_ads.exposures e GROUP BY e.campaign").fetchall()}
     cli(floe, retailer.credential, "cleanroom", "create", "dp_overlap")
     cli(floe, retailer.credential, "cleanroom", "add-member", "dp_overlap", advertiser.name)
     cli(floe, retailer.credential, "cleanroom", "configure-table", "dp_overlap", "customers", "cr_retail.customers",
@@ -294,12 +301,16 @@ def test_differential_privacy_and_budget(floe, room) -> None:
     assert remaining() == 5
     with connect(floe, advertiser.name, advertiser.token) as conn:
         conn.execute("SET floe.collaboration = 'dp_overlap'")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as e:
+            conn.execute(DP_FANOUT)
+        assert "join key email of configured table exposures is shared by several identifiers" in str(e.value), str(e.value)
+        assert remaining() == 5
         for i in range(2):
             rows = conn.execute(DP_QUERY).fetchall()
             assert [r[0] for r in rows] == sorted(exact), rows
             for campaign, n, s in rows:
                 n0, s0 = exact[campaign]
-                assert abs(n - n0) <= 20 and abs(s - s0) <= 40, (campaign, n, s, n0, s0)
+                assert abs(n - n0) <= 15 and abs(s - s0) <= 30, (campaign, n, s, n0, s0)
                 assert s != s0  # noisy: exactly equal has probability 0
             assert remaining() == 5 - 2 * (i + 1)
         with pytest.raises(psycopg.errors.InsufficientPrivilege) as e:
@@ -430,7 +441,7 @@ def test_show_privacy_budget_drops_after_a_dp_query(floe, room) -> None:
         assert before["mechanism"] == "laplace" and before["epsilon_per_query"] == 0.5
         assert before["remaining_epsilon"] == 3 and before["budget_epsilon"] == 3 and before["period"] == "24h0m0s"
         assert (before["refresh"] - before["period_start"]).total_seconds() == 24 * 3600
-        conn.execute("SELECT e.campaign, count(*) FROM customers c JOIN exposures e ON c.email = e.email GROUP BY e.campaign").fetchall()
+        conn.execute("SELECT e.campaign, count(*) FROM exposures e GROUP BY e.campaign").fetchall()
         after = show()
         assert after["remaining_epsilon"] == 2.5 and after["spent_epsilon"] == 0.5
 
