@@ -96,11 +96,11 @@ func TestCleanRoomRecipientMember(t *testing.T) {
 		t.Fatalf("log: %+v", log.Queries)
 	}
 	for _, rq := range [][2]string{{"GET", "/api/v1/catalogs"}, {"GET", "/api/v1/grants"}, {"GET", "/api/v1/recipients/agency"}, {"GET", "/api/v1/whoami"}} {
-		wantErrorHas(t, e.do(t, agency, rq[0], rq[1], nil), 403, "ForbiddenException", "recipient token opens only")
+		wantErrorHas(t, e.do(t, agency, rq[0], rq[1], nil), 401, "NotAuthorizedException", "recipient token opens only")
 	}
 	wantErrorHas(t, e.do(t, agency, "PUT", "/api/v1/cleanrooms/overlap/tables/mine", map[string]any{"namespace": []string{"ads"}, "table": "exposures",
-		"join_keys": []string{"email"}, "identifier": "user_id", "rule": map[string]any{"min_identifiers": 2}}), 403, "ForbiddenException", "recipient token opens only")
-	wantErrorHas(t, e.do(t, agency, "POST", "/api/v1/cleanrooms", map[string]any{"name": "mine"}), 403, "ForbiddenException", "recipient token opens only")
+		"join_keys": []string{"email"}, "identifier": "user_id", "rule": map[string]any{"min_identifiers": 2}}), 401, "NotAuthorizedException", "recipient token opens only")
+	wantErrorHas(t, e.do(t, agency, "POST", "/api/v1/cleanrooms", map[string]any{"name": "mine"}), 401, "NotAuthorizedException", "recipient token opens only")
 	// The REST catalog refuses the token (loadTable, listing).
 	for _, p := range []string{"/v1/floe/namespaces/retail/tables/customers", "/v1/floe/namespaces"} {
 		if r := e.do(t, agency, "GET", p, nil); r.Status != 401 && r.Status != 403 {

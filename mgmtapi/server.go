@@ -324,7 +324,7 @@ func (h *Handler) wrap(rt route) http.Handler {
 			recipient := strings.HasPrefix(tok, recipientTokenPrefix)
 			switch {
 			case recipient && (h.opts.Recipients == nil || !recipientRoutes[rt.method+" "+rt.path]):
-				err = floe.E(floe.Forbidden, "token", "a recipient token opens only the clean-room query and read operations (POST /api/v1/query, GET /api/v1/cleanrooms...)")
+				err = floe.E(floe.Unauthenticated, "token", "a recipient token opens only the clean-room query and read operations (POST /api/v1/query, GET /api/v1/cleanrooms...)")
 			case recipient:
 				claims, err = h.opts.Recipients.VerifyRecipient(ctx, tok, clientAddr(r))
 			default:

@@ -556,7 +556,7 @@ def test_recipient_member_token_opens_no_catalog(floe, room, agency) -> None:
         r = requests.get(f"{floe.uri}{path}", timeout=30, headers={"Authorization": f"Bearer {agency}"})
         assert r.status_code in (401, 403), (path, r.status_code, r.text)
     r = requests.get(f"{floe.uri}/api/v1/grants", timeout=30, headers={"Authorization": f"Bearer {agency}"})
-    assert r.status_code == 403 and "recipient token opens only" in r.text, r.text
+    assert r.status_code == 401 and "recipient token opens only" in r.text, r.text
     with pytest.raises((ForbiddenError, UnauthorizedError)):
         floe.catalog(token=agency).load_table(("cr_retail", "customers"))
     # It sees its collaboration and the query log, as any member.
