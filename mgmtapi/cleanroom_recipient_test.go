@@ -84,6 +84,18 @@ func TestCleanRoomRecipientMember(t *testing.T) {
 	for _, q := range []string{"SELECT * FROM retail.customers", "SELECT count(*) FROM ads.exposures", "SELECT table_schema, table_name FROM information_schema.tables", "SELECT * FROM duckdb_tables()", "SELECT 1"} {
 		wantErrorHas(t, e.do(t, agency, "POST", "/api/v1/query", map[string]any{"sql": q}), 403, "ForbiddenException", "may only query in a clean-room collaboration")
 	}
+	// Audited under its recipient name, as the sharing protocols do.
+	var page mgmtapi.AuditPage
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		e.do(t, e.admin, "GET", "/api/v1/audit?action=sql.query&principal=recipient:agency&limit=50", nil).JSON(t, &page)
+		if len(page.Records) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the recipient's queries are not audited under recipient:agency: %+v", page.Records)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	// The management API: its collaboration, log and budget, nothing else.
 	var got mgmtapi.CollaborationList
 	okAs(agency, 200, "GET", "/api/v1/cleanrooms", nil).JSON(t, &got)

@@ -174,8 +174,8 @@ func TestCleanRooms(t *testing.T) {
 // SQL endpoint gave; a raw read and a join on a column that is not a join
 // key are refused with the SQL endpoint's messages (rawErr is its raw-read
 // error); an outsider cannot enter; each statement is in the query log;
-// with privacy on, a query is charged to the budget the log and SHOW
-// floe.privacy_budget report.
+// with privacy on, a query is charged to the budget the log, its sql.query
+// audit event and SHOW floe.privacy_budget report.
 func httpQuery(t *testing.T, e *env, retailer, advertiser, outsider string, conn *pgx.Conn, rawErr error) {
 	t.Helper()
 	const overlap = "SELECT c.segment, e.campaign, count(DISTINCT c.customer_id) AS n FROM customers c JOIN exposures e ON c.email = e.email GROUP BY c.segment, e.campaign ORDER BY 1"
@@ -228,6 +228,23 @@ func httpQuery(t *testing.T, e *env, retailer, advertiser, outsider string, conn
 	e.do(t, advertiser, "GET", "/api/v1/cleanrooms/overlap/queries?limit=1", nil).JSON(t, &log)
 	if len(log.Queries) != 1 || log.Queries[0].Epsilon != 0.5 || log.Queries[0].BudgetRemaining == nil || *log.Queries[0].BudgetRemaining != 1.5 {
 		t.Fatalf("log of the DP query: %+v", log.Queries)
+	}
+	// Its audit event is the SQL endpoint's: sql.query with the
+	// collaboration, the charge and what remains.
+	var page mgmtapi.AuditPage
+	var detail map[string]any
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		e.do(t, e.admin, "GET", "/api/v1/audit?action=sql.query&principal=advertiser&limit=1", nil).JSON(t, &page)
+		if len(page.Records) == 1 && json.Unmarshal(page.Records[0].Detail, &detail) == nil && detail["epsilon"] == 0.5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no sql.query audit event of the DP query over HTTP: %+v", page.Records)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if detail["collaboration"] != "overlap" || detail["budget_remaining"] != 1.5 || page.Records[0].Outcome != "success" {
+		t.Fatalf("audit event of the DP query over HTTP: %s %s", page.Records[0].Outcome, page.Records[0].Detail)
 	}
 	r = q(advertiser, "SHOW floe.privacy_budget")
 	wantStatus(t, r, 200)

@@ -264,6 +264,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add("application/json", `{"sql":"SELECT $1","parameters":[1,"a",null]}`)
 	f.Add("text/plain", "SELECT 1")
 	f.Add("application/json", `{"sql":`)
+	f.Add("application/json", `{"sql":"SELECT 1","collaboration":"overlap"}`)
 	f.Fuzz(func(t *testing.T, ct, body string) {
 		r := httptest.NewRequest(http.MethodPost, "/api/v1/query", strings.NewReader(body))
 		r.Header.Set("Content-Type", ct)
