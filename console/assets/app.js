@@ -3,8 +3,8 @@
 // Content-Security-Policy forbids inline script, so names and tags holding
 // markup stay text.
 
-import { drawAccess, renderPrincipals, renderShare, renderRecipient, profileOnce } from './govern.js';
-import { renderView, renderProduct } from './browse.js';
+import { drawAccess, renderPrincipals, renderShare, renderRecipient, profileOnce, renderGrantee } from './govern.js';
+import { renderView, renderProduct, renderNamespace, renderWarehouse } from './browse.js';
 
 const API = '/console/api';
 const state = { csrf: '', who: null, prefix: 'floe', warehouse: 'floe' };
@@ -187,7 +187,9 @@ async function renderCatalog() {
   const search = el('input', { id: 'search', type: 'search', placeholder: 'Filter tables, views, namespaces, products, shares…', 'aria-label': 'Search the catalog' });
   const results = el('div', { class: 'cards', id: 'catalog' }, el('p', { class: 'muted' }, 'Loading…'));
   const extra = el('div', {});
-  show(el('h1', {}, `Warehouse ${state.warehouse}`), el('p', {}, el('label', { for: 'search' }, 'Search '), search), results, extra);
+  show(el('h1', {}, 'Warehouse ', el('a', { href: '#/warehouse', id: 'warehouse-link' }, state.warehouse)),
+    el('p', {}, el('a', { href: `#/grants/principal/${encodeURIComponent(state.who.principal)}`, id: 'my-grants' }, 'Your grants')),
+    el('p', {}, el('label', { for: 'search' }, 'Search '), search), results, extra);
   let groups = [];
   try {
     await loadPrefix();
@@ -205,7 +207,7 @@ async function renderCatalog() {
       const vs = g.views.filter((v) => match(v.name));
       if (q && !ts.length && !vs.length && !nsName.toLowerCase().includes(q)) continue;
       cards.push(el('section', { class: 'card', 'aria-label': `namespace ${nsName}` },
-        el('h3', {}, nsName),
+        el('h3', {}, el('a', { href: `#/namespace/${encodeURIComponent(nsName)}` }, nsName)),
         ts.length ? el('ul', { 'aria-label': 'tables' }, ts.map((t) => el('li', {}, el('a', { href: `#/table/${encodeURIComponent(nsName)}/${encodeURIComponent(t.name)}` }, t.name)))) : null,
         vs.length ? el('ul', { 'aria-label': 'views' }, vs.map((v) => el('li', {}, 'view ', el('a', { href: `#/view/${encodeURIComponent(nsName)}/${encodeURIComponent(v.name)}` }, v.name)))) : null,
         !ts.length && !vs.length ? el('p', { class: 'muted' }, 'no tables or views you may see') : null));
@@ -591,7 +593,7 @@ async function route() {
   const h = location.hash || '#/';
   for (const a of document.querySelectorAll('header nav a')) {
     const target = a.getAttribute('href');
-    if ((target === '#/' && (h === '#/' || /^#\/(table|view|product)\//.test(h))) || (target === '#/shares' && /^#\/(share|recipient)\//.test(h)) || (target !== '#/' && h.startsWith(target))) a.setAttribute('aria-current', 'page');
+    if ((target === '#/' && (h === '#/' || /^#\/(table|view|product|namespace|warehouse)\b/.test(h))) || (target === '#/shares' && /^#\/(share|recipient)\//.test(h)) || (target !== '#/' && h.startsWith(target))) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   document.getElementById('nav-principals').hidden = !state.who.admin;
@@ -606,6 +608,9 @@ async function route() {
     else if (parts[0] === 'product' && parts.length === 2) await renderProduct(parts[1]);
     else if (parts[0] === 'share' && parts.length === 2) await renderShare(parts[1]);
     else if (parts[0] === 'recipient' && parts.length === 2) await renderRecipient(parts[1]);
+    else if (parts[0] === 'namespace' && parts.length === 2) await renderNamespace(parts[1]);
+    else if (parts[0] === 'warehouse') await renderWarehouse();
+    else if (parts[0] === 'grants' && parts.length === 3) await renderGrantee(parts[1], parts[2]);
     else await renderCatalog();
   } catch (e) {
     if (!(e instanceof APIError && e.status === 401)) show(errorBox(e));
@@ -627,6 +632,6 @@ async function start() {
 }
 
 // Shared with govern.js (the governance pages).
-export { el, api, APIError, errorBox, table, tags, status, show, state, download, fmtTime, nsPath, loadPrefix, quoteIdent };
+export { el, api, APIError, errorBox, table, tags, status, show, state, download, fmtTime, nsPath, loadPrefix, quoteIdent, listAll };
 
 start();
