@@ -4,10 +4,10 @@
 // markup stay text.
 
 import { drawAccess, renderPrincipals, renderShare, renderRecipient, profileOnce, renderGrantee } from './govern.js';
-import { renderView, renderProduct, renderNamespace, renderWarehouse } from './browse.js';
+import { renderView, renderProduct, renderNamespace, renderWarehouse, warehousePicker } from './browse.js';
 
 const API = '/console/api';
-const state = { csrf: '', who: null, prefix: 'floe', warehouse: 'floe' };
+const state = { csrf: '', who: null, prefix: 'floe', warehouse: 'floe', home: '' };
 
 // el builds an element: el('a', {href: '#/'}, 'text', child...).
 function el(tag, attrs, ...kids) {
@@ -164,14 +164,22 @@ function tags(obj) {
 
 // ---- catalog ----
 
+// loadPrefix asks the REST catalog for the warehouse chosen in this tab
+// (the switcher on the catalog page), or the server's default one.
 async function loadPrefix() {
+  const chosen = sessionStorage.getItem('floe.warehouse') || '';
   try {
-    const cfg = await api('GET', '/v1/config');
+    const cfg = await api('GET', '/v1/config' + (chosen ? `?warehouse=${encodeURIComponent(chosen)}` : ''));
     const o = (cfg && cfg.overrides) || {};
     const d = (cfg && cfg.defaults) || {};
     state.prefix = o.prefix || d.prefix || state.prefix;
     state.warehouse = o.warehouse || d.warehouse || state.prefix;
-  } catch (e) { if (e.status === 401) throw e; }
+    if (!chosen) state.home = state.warehouse;
+  } catch (e) {
+    if (e.status === 401) throw e;
+    // A warehouse that is gone (or not visible): back to the default.
+    if (chosen) { sessionStorage.removeItem('floe.warehouse'); await loadPrefix(); }
+  }
 }
 
 async function listAll(ns) {
@@ -187,12 +195,15 @@ async function renderCatalog() {
   const search = el('input', { id: 'search', type: 'search', placeholder: 'Filter tables, views, namespaces, products, shares…', 'aria-label': 'Search the catalog' });
   const results = el('div', { class: 'cards', id: 'catalog' }, el('p', { class: 'muted' }, 'Loading…'));
   const extra = el('div', {});
-  show(el('h1', {}, 'Warehouse ', el('a', { href: '#/warehouse', id: 'warehouse-link' }, state.warehouse)),
+  const title = el('h1', {}, 'Warehouse ', el('a', { href: '#/warehouse', id: 'warehouse-link' }, state.warehouse));
+  show(title,
     el('p', {}, el('a', { href: `#/grants/principal/${encodeURIComponent(state.who.principal)}`, id: 'my-grants' }, 'Your grants')),
     el('p', {}, el('label', { for: 'search' }, 'Search '), search), results, extra);
   let groups = [];
   try {
     await loadPrefix();
+    title.replaceChildren('Warehouse ', el('a', { href: '#/warehouse', id: 'warehouse-link' }, state.warehouse));
+    title.after(await warehousePicker());
     const ns = await api('GET', `/v1/${state.prefix}/namespaces`);
     const namespaces = (ns && ns.namespaces) || [];
     groups = await Promise.all(namespaces.map(async (n) => ({ ns: n, ...(await listAll(n)) })));

@@ -111,6 +111,34 @@ export async function renderWarehouse() {
   drawGrants(grantBox, { kind: 'warehouse' }, canGrant);
 }
 
+// warehousePicker is the warehouse switcher of the catalog page: the
+// server's default warehouse and the others the management API names to
+// the caller (an administrator: every foreign catalog, GET
+// /api/v1/catalogs; anyone else: the warehouses its own and its roles'
+// grants are in, GET /api/v1/grants). The choice holds for this browser
+// tab; every page then uses it.
+export async function warehousePicker() {
+  const names = new Set([state.home || state.warehouse, state.warehouse]);
+  try {
+    if (state.who && state.who.admin) {
+      for (const c of (await api('GET', '/api/v1/catalogs')).catalogs || []) names.add(c.name);
+    } else {
+      for (const g of (await api('GET', '/api/v1/grants')).grants || []) if (g.on && g.on.warehouse) names.add(g.on.warehouse);
+    }
+  } catch (e) { if (e.status === 401) throw e; }
+  names.delete('');
+  const sel = el('select', { id: 'warehouse-select' },
+    [...names].sort().map((n) => el('option', { value: n, selected: n === state.warehouse }, n)));
+  sel.addEventListener('change', () => {
+    if (sel.value === state.home) sessionStorage.removeItem('floe.warehouse');
+    else sessionStorage.setItem('floe.warehouse', sel.value);
+    status(`Warehouse ${sel.value}`);
+    if (location.hash === '#/' || location.hash === '') window.dispatchEvent(new HashChangeEvent('hashchange'));
+    else location.hash = '#/';
+  });
+  return el('p', { id: 'warehouse-switcher' }, el('label', { for: 'warehouse-select' }, 'Warehouse: '), sel);
+}
+
 // renderView is a view's page: its SQL per dialect, schema, security mode
 // (definer or invoker rights) and version history, from the REST catalog's
 // loadView (DESCRIBE on the view).

@@ -290,3 +290,40 @@ test('a DESCRIBE-only principal sees no tag or grant editor on the new pages', a
   await page.locator('#ns-tables a').first().waitFor();
   assert.deepEqual(problems, []);
 });
+
+test('warehouse switcher: a foreign catalog chosen, every page then uses it', async (t) => {
+  // The server federates itself: a foreign catalog "mirror" of its own warehouse.
+  const fc = await api('POST', '/api/v1/catalogs', { name: 'mirror', uri: base, warehouse: 'floe', auth: 'oauth2', client_id: ADMIN_ID, client_secret: ADMIN_SECRET });
+  assert.equal(fc.status, 201, JSON.stringify(fc.data));
+  const { page, problems } = await newPage(t);
+  await signIn(page, ADMIN_ID, ADMIN_SECRET);
+  await page.locator('#warehouse-select').waitFor();
+  assert.deepEqual(await page.locator('#warehouse-select option').allTextContents(), ['floe', 'mirror'], 'the default and the foreign catalog');
+  await page.locator('#warehouse-select').selectOption('mirror');
+  await page.locator('h1', { hasText: 'Warehouse mirror' }).waitFor();
+  await page.locator('section[aria-label="namespace crm"] h3 a').click();
+  await page.locator('#ns-grants #grant-editor').waitFor();
+  assert.match(await page.locator('main').textContent(), /In warehouse mirror/);
+  await grant(page, 'role', 'wh_admins', 'DESCRIBE', false);
+  await page.locator('#ns-grants table[aria-label="Grants"] tr', { hasText: 'role wh_admins' }).waitFor();
+  const made = (await grantsTo('role', 'wh_admins')).filter((g) => g.on.kind === 'namespace');
+  assert.deepEqual(made.map((g) => [g.privilege, g.on.warehouse, g.on.namespace.join('.')]), [['DESCRIBE', 'mirror', 'crm']], 'the grant is in the chosen warehouse');
+  // The choice holds across a reload of the tab; switching back to the default.
+  await page.goto(base + '/console/#/');
+  await page.locator('h1', { hasText: 'Warehouse mirror' }).waitFor();
+  await page.locator('#warehouse-select').selectOption('floe');
+  await page.locator('h1', { hasText: 'Warehouse floe' }).waitFor();
+  assert.deepEqual(problems, []);
+
+  // A principal that is no administrator is offered the warehouses its grants are in.
+  assert.equal((await api('POST', '/api/v1/grants', { grantee: { kind: 'principal', name: 'viewer' }, privilege: 'DESCRIBE',
+    on: { kind: 'warehouse', warehouse: 'mirror' }, all_tables: true })).status, 201);
+  const v = await newPage(t);
+  await signIn(v.page, viewer.id, viewer.secret);
+  await v.page.locator('#warehouse-select').waitFor();
+  assert.deepEqual(await v.page.locator('#warehouse-select option').allTextContents(), ['floe', 'mirror']);
+  await v.page.locator('#warehouse-select').selectOption('mirror');
+  await v.page.locator('section[aria-label="namespace crm"]').waitFor();
+  assert.equal(await v.page.locator('h1').textContent(), 'Warehouse mirror');
+  assert.deepEqual(v.problems, []);
+});
