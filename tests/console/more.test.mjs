@@ -327,3 +327,19 @@ test('warehouse switcher: a foreign catalog chosen, every page then uses it', as
   assert.equal(await v.page.locator('h1').textContent(), 'Warehouse mirror');
   assert.deepEqual(v.problems, []);
 });
+
+test('every control of the new pages has a label', async (t) => {
+  const { page, problems } = await newPage(t);
+  await signIn(page, ADMIN_ID, ADMIN_SECRET);
+  for (const [hash, ready] of [['#/', '#warehouse-select'], ['#/namespace/crm', '#ns-tag-editor'], ['#/warehouse', '#wh-tag-editor'],
+    ['#/grants/role/ns_readers', 'table[aria-label="Grants of the grantee"]'], ['#/principals', '#cidrs-form']]) {
+    await page.goto(base + '/console/' + hash);
+    await page.locator(ready).waitFor();
+    if (hash === '#/namespace/crm' || hash === '#/warehouse') await page.locator('#grant-editor').waitFor();
+    const unlabeled = await page.evaluate(() => [...document.querySelectorAll('input, select, textarea, button')]
+      .filter((e) => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
+      .map((e) => e.outerHTML.slice(0, 80)));
+    assert.deepEqual(unlabeled, [], `controls without a label on ${hash}`);
+  }
+  assert.deepEqual(problems, []);
+});
