@@ -604,7 +604,7 @@ async function route() {
   const h = location.hash || '#/';
   for (const a of document.querySelectorAll('header nav a')) {
     const target = a.getAttribute('href');
-    if ((target === '#/' && (h === '#/' || /^#\/(table|view|product|namespace|warehouse)\b/.test(h))) || (target === '#/shares' && /^#\/(share|recipient)\//.test(h)) || (target !== '#/' && h.startsWith(target))) a.setAttribute('aria-current', 'page');
+    if ((target === '#/' && (h === '#/' || /^#\/(table|view|product|namespace|warehouse)\b/.test(h))) || (target === '#/shares' && /^#\/(share|recipient)\//.test(h)) || (target === '#/principals' && /^#\/grants\//.test(h)) || (target !== '#/' && h.startsWith(target))) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   document.getElementById('nav-principals').hidden = !state.who.admin;

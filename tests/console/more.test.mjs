@@ -137,6 +137,7 @@ test('namespace page: properties, tables and views, a tag set and removed, a gra
   await grant(page, 'role', 'ns_readers', 'CREATE_TABLE', false);
   await page.locator('#ns-grants table[aria-label="Grants"] tr', { hasText: 'role ns_readers' }).filter({ hasText: 'CREATE_TABLE' }).waitFor();
   assert.equal((await grantsTo('role', 'ns_readers')).length, 2);
+  await page.evaluate(() => { document.getElementById('status').textContent = ''; }); // the toast off the screenshot
   await shot(page, 'namespace');
 
   // Revoke the CREATE_TABLE grant; remove the markup tag.
