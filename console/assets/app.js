@@ -3,11 +3,11 @@
 // Content-Security-Policy forbids inline script, so names and tags holding
 // markup stay text.
 
-import { drawAccess, renderPrincipals, renderShare, renderRecipient, profileOnce } from './govern.js';
-import { renderView, renderProduct } from './browse.js';
+import { drawAccess, renderPrincipals, renderShare, renderRecipient, profileOnce, renderGrantee } from './govern.js';
+import { renderView, renderProduct, renderNamespace, renderWarehouse, warehousePicker } from './browse.js';
 
 const API = '/console/api';
-const state = { csrf: '', who: null, prefix: 'floe', warehouse: 'floe' };
+const state = { csrf: '', who: null, prefix: 'floe', warehouse: 'floe', home: '' };
 
 // el builds an element: el('a', {href: '#/'}, 'text', child...).
 function el(tag, attrs, ...kids) {
@@ -164,14 +164,22 @@ function tags(obj) {
 
 // ---- catalog ----
 
+// loadPrefix asks the REST catalog for the warehouse chosen in this tab
+// (the switcher on the catalog page), or the server's default one.
 async function loadPrefix() {
+  const chosen = sessionStorage.getItem('floe.warehouse') || '';
   try {
-    const cfg = await api('GET', '/v1/config');
+    const cfg = await api('GET', '/v1/config' + (chosen ? `?warehouse=${encodeURIComponent(chosen)}` : ''));
     const o = (cfg && cfg.overrides) || {};
     const d = (cfg && cfg.defaults) || {};
     state.prefix = o.prefix || d.prefix || state.prefix;
     state.warehouse = o.warehouse || d.warehouse || state.prefix;
-  } catch (e) { if (e.status === 401) throw e; }
+    if (!chosen) state.home = state.warehouse;
+  } catch (e) {
+    if (e.status === 401) throw e;
+    // A warehouse that is gone (or not visible): back to the default.
+    if (chosen) { sessionStorage.removeItem('floe.warehouse'); await loadPrefix(); }
+  }
 }
 
 async function listAll(ns) {
@@ -187,10 +195,15 @@ async function renderCatalog() {
   const search = el('input', { id: 'search', type: 'search', placeholder: 'Filter tables, views, namespaces, products, shares…', 'aria-label': 'Search the catalog' });
   const results = el('div', { class: 'cards', id: 'catalog' }, el('p', { class: 'muted' }, 'Loading…'));
   const extra = el('div', {});
-  show(el('h1', {}, `Warehouse ${state.warehouse}`), el('p', {}, el('label', { for: 'search' }, 'Search '), search), results, extra);
+  const title = el('h1', {}, 'Warehouse ', el('a', { href: '#/warehouse', id: 'warehouse-link' }, state.warehouse));
+  show(title,
+    el('p', {}, el('a', { href: `#/grants/principal/${encodeURIComponent(state.who.principal)}`, id: 'my-grants' }, 'Your grants')),
+    el('p', {}, el('label', { for: 'search' }, 'Search '), search), results, extra);
   let groups = [];
   try {
     await loadPrefix();
+    title.replaceChildren('Warehouse ', el('a', { href: '#/warehouse', id: 'warehouse-link' }, state.warehouse));
+    title.after(await warehousePicker());
     const ns = await api('GET', `/v1/${state.prefix}/namespaces`);
     const namespaces = (ns && ns.namespaces) || [];
     groups = await Promise.all(namespaces.map(async (n) => ({ ns: n, ...(await listAll(n)) })));
@@ -205,7 +218,7 @@ async function renderCatalog() {
       const vs = g.views.filter((v) => match(v.name));
       if (q && !ts.length && !vs.length && !nsName.toLowerCase().includes(q)) continue;
       cards.push(el('section', { class: 'card', 'aria-label': `namespace ${nsName}` },
-        el('h3', {}, nsName),
+        el('h3', {}, el('a', { href: `#/namespace/${encodeURIComponent(nsName)}` }, nsName)),
         ts.length ? el('ul', { 'aria-label': 'tables' }, ts.map((t) => el('li', {}, el('a', { href: `#/table/${encodeURIComponent(nsName)}/${encodeURIComponent(t.name)}` }, t.name)))) : null,
         vs.length ? el('ul', { 'aria-label': 'views' }, vs.map((v) => el('li', {}, 'view ', el('a', { href: `#/view/${encodeURIComponent(nsName)}/${encodeURIComponent(v.name)}` }, v.name)))) : null,
         !ts.length && !vs.length ? el('p', { class: 'muted' }, 'no tables or views you may see') : null));
@@ -597,7 +610,7 @@ async function route() {
   const h = location.hash || '#/';
   for (const a of document.querySelectorAll('header nav a')) {
     const target = a.getAttribute('href');
-    if ((target === '#/' && (h === '#/' || /^#\/(table|view|product)\//.test(h))) || (target === '#/shares' && /^#\/(share|recipient)\//.test(h)) || (target !== '#/' && h.startsWith(target))) a.setAttribute('aria-current', 'page');
+    if ((target === '#/' && (h === '#/' || /^#\/(table|view|product|namespace|warehouse)\b/.test(h))) || (target === '#/shares' && /^#\/(share|recipient)\//.test(h)) || (target === '#/principals' && /^#\/grants\//.test(h)) || (target !== '#/' && h.startsWith(target))) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   document.getElementById('nav-principals').hidden = !state.who.admin;
@@ -612,6 +625,9 @@ async function route() {
     else if (parts[0] === 'product' && parts.length === 2) await renderProduct(parts[1]);
     else if (parts[0] === 'share' && parts.length === 2) await renderShare(parts[1]);
     else if (parts[0] === 'recipient' && parts.length === 2) await renderRecipient(parts[1]);
+    else if (parts[0] === 'namespace' && parts.length === 2) await renderNamespace(parts[1]);
+    else if (parts[0] === 'warehouse') await renderWarehouse();
+    else if (parts[0] === 'grants' && parts.length === 3) await renderGrantee(parts[1], parts[2]);
     else await renderCatalog();
   } catch (e) {
     if (!(e instanceof APIError && e.status === 401)) show(errorBox(e));
@@ -633,6 +649,6 @@ async function start() {
 }
 
 // Shared with govern.js (the governance pages).
-export { el, api, APIError, errorBox, table, tags, status, show, state, download, fmtTime, nsPath, loadPrefix, quoteIdent };
+export { el, api, APIError, errorBox, table, tags, status, show, state, download, fmtTime, nsPath, loadPrefix, quoteIdent, listAll };
 
 start();

@@ -46,86 +46,162 @@ function filterText(f) {
   return parts.join('; ');
 }
 
-// ---- who has access, and the grant editor (table page) ----
+// ---- who has access, grants on an object, and the grant editor ----
 
-// drawAccess fills the table page's "Who has access" section: every
-// principal and role reaching the table and why (GET .../access), the
-// grants on the table, and for a principal holding MANAGE_GRANTS the grant
-// editor (a grant on the table, or a tag-based grant on the warehouse, with
-// a data filter).
-export async function drawAccess(access, nsName, name, canGrant) {
-  const tpath = `${encodeURIComponent(state.warehouse)}/${encodeURIComponent(nsName)}/${encodeURIComponent(name)}`;
-  let grants; let reach = null;
-  try {
-    const [g, r] = await Promise.all([
-      api('GET', `/api/v1/grants?warehouse=${encodeURIComponent(state.warehouse)}&namespace=${encodeURIComponent(nsName)}&table=${encodeURIComponent(name)}`),
-      api('GET', `/api/v1/tables/${tpath}/access`).catch((e) => { if (e.status === 401) throw e; return { error: e }; }),
-    ]);
-    grants = g.grants || []; reach = r;
-  } catch (e) { access.replaceChildren(errorBox(e)); return; }
-  const redraw = () => drawAccess(access, nsName, name, canGrant);
-  const parts = [];
-  if (reach && !reach.error) {
-    const rows = (reach.entries || []).map((x) => [
-      `${x.grantee.kind} ${x.grantee.name}`,
-      x.grantee.kind === 'role' ? ((x.members || []).join(', ') || '(no members)') : '',
-      x.privilege, el('td', { class: `via via-${x.via}` }, x.via),
-      x.description || '', x.tag_expression || '', filterText(x.filter),
-    ]);
-    for (const a of reach.administrators || []) rows.push([`principal ${a}`, '', 'all', el('td', { class: 'via via-admin' }, 'admin'), 'an administrator holds every privilege', '', '']);
-    parts.push(el('h3', {}, 'Effective access'),
-      rows.length ? table(['Grantee', 'Members', 'Privilege', 'Why', 'Grant', 'Tag expression', 'Data filter'], rows, { label: 'Effective access', class: 'effective' })
-        : el('p', { class: 'muted' }, 'No one you may see reaches this table.'));
-  } else if (reach && reach.error) {
-    parts.push(el('p', { class: 'muted' }, `Effective access: ${reach.error.message}`));
-  }
-  const rows = grants.map((g) => [
-    `${g.grantee.kind} ${g.grantee.name}`, g.privilege, g.description || '', filterText(g.filter),
-    canGrant ? el('td', {}, el('button', { type: 'button', class: 'secondary', 'aria-label': `Revoke ${g.privilege} from ${g.grantee.name}`,
-      onclick: async () => {
-        try { await api('DELETE', `/api/v1/grants/${encodeURIComponent(g.id)}`); status(`Revoked ${g.privilege} from ${g.grantee.name}`); redraw(); }
-        catch (e) { status(e.message); }
-      } }, 'Revoke')) : '',
-  ]);
-  parts.push(el('h3', {}, 'Grants on this table'),
-    grants.length ? table(['Grantee', 'Privilege', 'Why', 'Data filter', ''], rows, { label: 'Grants' }) : el('p', { class: 'muted' }, 'No grants you may see on this table.'));
-  if (canGrant) parts.push(el('h3', {}, 'Grant'), await grantEditor(nsName, name, redraw));
-  access.replaceChildren(...parts);
+// The privileges the API grants on each kind of object (docs/authorization.md;
+// a data product takes DESCRIBE and SELECT only, docs/products.md).
+const PRIVILEGES = {
+  warehouse: ['DESCRIBE', 'SELECT', 'MODIFY', 'ALTER', 'CREATE_NAMESPACE', 'CREATE_TABLE', 'CREATE_VIEW', 'DROP', 'MANAGE_GRANTS', 'CREATE_SHARE'],
+  namespace: ['DESCRIBE', 'SELECT', 'MODIFY', 'ALTER', 'CREATE_NAMESPACE', 'CREATE_TABLE', 'CREATE_VIEW', 'DROP', 'MANAGE_GRANTS'],
+  table: ['SELECT', 'DESCRIBE', 'MODIFY', 'DROP', 'MANAGE_GRANTS'],
+  view: ['SELECT', 'DESCRIBE', 'MODIFY', 'DROP', 'MANAGE_GRANTS'],
+  product: ['DESCRIBE', 'SELECT'],
+};
+
+// A target names the object a grants section is about:
+// { kind: 'warehouse'|'namespace'|'table'|'view'|'product', ns: 'a.b', name }.
+function targetText(t) {
+  if (t.kind === 'warehouse') return `warehouse ${state.warehouse}`;
+  if (t.kind === 'namespace') return `namespace ${t.ns}`;
+  if (t.kind === 'product') return `data product ${t.name}`;
+  return `${t.kind} ${t.ns}.${t.name}`;
 }
 
-// grantEditor builds the grant form of a table: on the table itself or,
+// onOf is the API's securable for a target (not for a product).
+function onOf(t) {
+  const on = { kind: t.kind, warehouse: state.warehouse };
+  if (t.kind !== 'warehouse') on.namespace = t.ns.split('.');
+  if (t.kind === 'table' || t.kind === 'view') on.name = t.name;
+  return on;
+}
+
+// grantsOn lists the grants on the target itself that the caller may see.
+async function grantsOn(t) {
+  if (t.kind === 'product') {
+    const g = await api('GET', `/api/v1/products/${encodeURIComponent(t.name)}/grants`);
+    return g.grants || [];
+  }
+  const q = new URLSearchParams({ warehouse: state.warehouse });
+  if (t.kind !== 'warehouse') q.set('namespace', t.ns);
+  if (t.kind === 'table' || t.kind === 'view') q.set(t.kind, t.name);
+  const g = await api('GET', `/api/v1/grants?${q}`);
+  const all = g.grants || [];
+  // The listing of a namespace holds what is inside it too, that of a
+  // warehouse everything: keep the grants on the object itself.
+  if (t.kind === 'warehouse') return all.filter((x) => x.on && x.on.kind === 'warehouse');
+  if (t.kind === 'namespace') return all.filter((x) => x.on && x.on.kind === 'namespace' && (x.on.namespace || []).join('.') === t.ns);
+  return all;
+}
+
+// grantRows is the grants table: grantee, privilege, why, data filter and,
+// for a manager, a Revoke button per grant.
+export function grantRows(grants, canGrant, redraw, opts = {}) {
+  return grants.map((g) => [
+    ...(opts.object ? [g.tag_expression ? `objects tagged ${g.tag_expression}` : objectText(g.on, g.all_tables)] : [`${g.grantee.kind} ${g.grantee.name}`]),
+    g.privilege, g.description || '', filterText(g.filter),
+    canGrant ? el('td', {}, el('button', { type: 'button', class: 'secondary', 'aria-label': `Revoke ${g.privilege} from ${g.grantee.name}`,
+      onclick: async () => {
+        try {
+          if (opts.product) await api('POST', `/api/v1/products/${encodeURIComponent(opts.product)}/grants/revoke`, { grantee: g.grantee, privilege: g.privilege });
+          else await api('DELETE', `/api/v1/grants/${encodeURIComponent(g.id)}`);
+          status(`Revoked ${g.privilege} from ${g.grantee.name}`); redraw();
+        } catch (e) { status(e.message); }
+      } }, 'Revoke')) : '',
+  ]);
+}
+
+// objectText names a grant's securable.
+function objectText(on, allTables) {
+  if (!on) return '';
+  const ns = (on.namespace || []).join('.');
+  const base = on.kind === 'warehouse' ? `warehouse ${on.warehouse}` : on.kind === 'namespace' ? `namespace ${ns}` : `${on.kind} ${ns}.${on.name}`;
+  return allTables ? `${base} (and everything inside)` : base;
+}
+
+// drawGrants fills box with the grants on the target and, for a principal
+// holding MANAGE_GRANTS on it (or an administrator), Revoke buttons and the
+// grant editor. Used by the table, view, namespace, warehouse and data
+// product pages.
+export async function drawGrants(box, target, canGrant, opts = {}) {
+  let grants; let head;
+  try { [grants, head] = await Promise.all([grantsOn(target), opts.head || []]); } catch (e) { box.replaceChildren(errorBox(e)); return; }
+  const redraw = opts.redraw || (() => drawGrants(box, target, canGrant, opts));
+  const what = target.kind === 'product' ? 'this data product' : `this ${target.kind}`;
+  const parts = [...head, el('h3', {}, `Grants on ${what}`),
+    grants.length ? table(['Grantee', 'Privilege', 'Why', 'Data filter', ''], grantRows(grants, canGrant, redraw, { product: target.kind === 'product' ? target.name : '' }), { label: 'Grants' })
+      : el('p', { class: 'muted' }, `No grants you may see on ${what}.`)];
+  if (canGrant) parts.push(el('h3', {}, 'Grant'), await grantEditor(target, redraw));
+  box.replaceChildren(...parts);
+}
+
+// drawAccess fills the table page's "Who has access" section: every
+// principal and role reaching the table and why (GET .../access), then the
+// grants on the table and the grant editor (drawGrants).
+export async function drawAccess(access, nsName, name, canGrant) {
+  const tpath = `${encodeURIComponent(state.warehouse)}/${encodeURIComponent(nsName)}/${encodeURIComponent(name)}`;
+  const head = api('GET', `/api/v1/tables/${tpath}/access`).catch((e) => { if (e.status === 401) throw e; return { error: e }; }).then((reach) => {
+    const h = [];
+    if (reach && !reach.error) {
+      const rows = (reach.entries || []).map((x) => [
+        `${x.grantee.kind} ${x.grantee.name}`,
+        x.grantee.kind === 'role' ? ((x.members || []).join(', ') || '(no members)') : '',
+        x.privilege, el('td', { class: `via via-${x.via}` }, x.via),
+        x.description || '', x.tag_expression || '', filterText(x.filter),
+      ]);
+      for (const a of reach.administrators || []) rows.push([`principal ${a}`, '', 'all', el('td', { class: 'via via-admin' }, 'admin'), 'an administrator holds every privilege', '', '']);
+      h.push(el('h3', {}, 'Effective access'),
+        rows.length ? table(['Grantee', 'Members', 'Privilege', 'Why', 'Grant', 'Tag expression', 'Data filter'], rows, { label: 'Effective access', class: 'effective' })
+          : el('p', { class: 'muted' }, 'No one you may see reaches this table.'));
+    } else if (reach && reach.error) {
+      h.push(el('p', { class: 'muted' }, `Effective access: ${reach.error.message}`));
+    }
+    return h;
+  });
+  await drawGrants(access, { kind: 'table', ns: nsName, name }, canGrant, { head, redraw: () => drawAccess(access, nsName, name, canGrant) });
+}
+
+// grantEditor builds the grant form of an object: on the object itself or,
 // for a principal that may manage grants on the warehouse, on every object
-// whose tags match an expression; SELECT may carry a data filter. Errors
-// of the API are shown next to the field they are about.
-async function grantEditor(nsName, name, done) {
+// whose tags match an expression; on a warehouse or namespace, optionally
+// on everything inside it; SELECT may carry a data filter. Errors of the
+// API are shown next to the field they are about. A data product takes
+// DESCRIBE or SELECT only, through its own endpoint.
+async function grantEditor(target, done) {
+  const product = target.kind === 'product';
+  const container = target.kind === 'warehouse' || target.kind === 'namespace';
   const admin = state.who && state.who.admin;
   let tagOK = admin;
-  if (!tagOK) {
+  if (!tagOK && !product) {
     try {
       const w = await api('GET', `/api/v1/privileges?warehouse=${encodeURIComponent(state.warehouse)}`);
       tagOK = (w.privileges || []).includes('MANAGE_GRANTS');
     } catch (e) { if (e.status === 401) throw e; }
   }
-  const scope = el('select', { id: 'grant-scope' }, el('option', { value: 'table' }, `this table (${nsName}.${name})`),
-    tagOK ? el('option', { value: 'tags' }, `objects of warehouse ${state.warehouse} whose tags match`) : null);
+  const scope = el('select', { id: 'grant-scope' }, el('option', { value: target.kind }, `this ${product ? 'data product' : target.kind} (${targetText(target).replace(/^\S+ /, '')})`),
+    tagOK && !product ? el('option', { value: 'tags' }, `objects of warehouse ${state.warehouse} whose tags match`) : null);
   const tagExpr = el('input', { id: 'grant-tag-expression', placeholder: 'domain = sales AND sensitivity IN (low, medium)', size: 40 });
+  const allTables = el('input', { id: 'grant-all-tables', type: 'checkbox' });
   const kind = el('select', { id: 'grantee-kind' }, el('option', { value: 'role' }, 'role'), el('option', { value: 'principal' }, 'principal'));
   const who = el('input', { id: 'grantee-name', required: true });
-  const priv = el('select', { id: 'grant-privilege' }, ['SELECT', 'DESCRIBE', 'MODIFY', 'MANAGE_GRANTS'].map((p) => el('option', { value: p }, p)));
+  const priv = el('select', { id: 'grant-privilege' }, PRIVILEGES[target.kind].map((p) => el('option', { value: p }, p)));
   const rowFilter = el('input', { id: 'grant-row-filter', placeholder: "region = 'EMEA'", size: 30 });
   const include = el('input', { id: 'grant-include-columns', placeholder: 'id, name' });
   const exclude = el('input', { id: 'grant-exclude-columns', placeholder: 'email, phone' });
-  const errs = { tag: fieldError(tagExpr), who: fieldError(who), row: fieldError(rowFilter), inc: fieldError(include), exc: fieldError(exclude) };
+  const errs = { tag: fieldError(tagExpr), who: fieldError(who), row: fieldError(rowFilter), inc: fieldError(include), exc: fieldError(exclude), all: fieldError(allTables) };
   const general = el('span', { class: 'field-error error', id: 'grant-error', role: 'alert' });
   const tagBox = el('div', { class: 'field', hidden: true }, el('label', { for: 'grant-tag-expression' }, 'Tag expression', tagExpr), errs.tag);
-  const filterBox = el('fieldset', { class: 'filter', id: 'grant-filter' }, el('legend', {}, 'Data filter (SELECT only; optional)'),
+  const allBox = container ? el('div', { class: 'field' }, el('label', { for: 'grant-all-tables', class: 'check' }, allTables, ' on everything inside too (every namespace, table and view, present and future; SELECT and MODIFY need it)'), errs.all) : null;
+  const filterBox = product ? null : el('fieldset', { class: 'filter', id: 'grant-filter', hidden: priv.value !== 'SELECT' }, el('legend', {}, 'Data filter (SELECT only; optional)'),
     el('div', { class: 'field' }, el('label', { for: 'grant-row-filter' }, 'Row filter (SQL boolean expression)', rowFilter), errs.row),
     el('div', { class: 'field' }, el('label', { for: 'grant-include-columns' }, 'Only these columns (comma-separated)', include), errs.inc),
     el('div', { class: 'field' }, el('label', { for: 'grant-exclude-columns' }, 'Without these columns (comma-separated)', exclude), errs.exc));
-  scope.addEventListener('change', () => { tagBox.hidden = scope.value !== 'tags'; });
-  priv.addEventListener('change', () => { filterBox.hidden = priv.value !== 'SELECT'; });
+  scope.addEventListener('change', () => { tagBox.hidden = scope.value !== 'tags'; if (allBox) allBox.hidden = scope.value === 'tags'; });
+  priv.addEventListener('change', () => {
+    if (filterBox) filterBox.hidden = priv.value !== 'SELECT';
+    if (container && (priv.value === 'SELECT' || priv.value === 'MODIFY')) allTables.checked = true;
+  });
   const form = el('form', { class: 'inline grant', id: 'grant-editor', 'aria-label': 'Grant a privilege' },
-    el('div', { class: 'field' }, el('label', { for: 'grant-scope' }, 'On', scope)), tagBox,
+    el('div', { class: 'field' }, el('label', { for: 'grant-scope' }, 'On', scope)), tagBox, allBox,
     el('div', { class: 'field' }, el('label', { for: 'grantee-kind' }, 'Grantee kind', kind)),
     el('div', { class: 'field' }, el('label', { for: 'grantee-name' }, 'Grantee name', who), errs.who),
     el('div', { class: 'field' }, el('label', { for: 'grant-privilege' }, 'Privilege', priv)),
@@ -138,10 +214,11 @@ async function grantEditor(nsName, name, done) {
       if (!tagExpr.value.trim()) { errs.tag.textContent = 'a tag expression is required'; tagExpr.setAttribute('aria-invalid', 'true'); tagExpr.focus(); return; }
       body.on = { kind: 'warehouse', warehouse: state.warehouse };
       body.tag_expression = tagExpr.value.trim();
-    } else {
-      body.on = { kind: 'table', warehouse: state.warehouse, namespace: nsName.split('.'), name };
+    } else if (!product) {
+      body.on = onOf(target);
+      if (container && allTables.checked) body.all_tables = true;
     }
-    if (priv.value === 'SELECT') {
+    if (filterBox && priv.value === 'SELECT') {
       const f = {};
       if (rowFilter.value.trim()) f.row_filter = rowFilter.value.trim();
       if (list(include.value).length) f.include_columns = list(include.value);
@@ -149,7 +226,7 @@ async function grantEditor(nsName, name, done) {
       if (Object.keys(f).length) body.filter = f;
     }
     try {
-      const g = await api('POST', '/api/v1/grants', body);
+      const g = product ? await api('POST', `/api/v1/products/${encodeURIComponent(target.name)}/grants`, body) : await api('POST', '/api/v1/grants', body);
       status(`Granted: ${g.description || priv.value}`);
       done();
     } catch (e) {
@@ -158,11 +235,31 @@ async function grantEditor(nsName, name, done) {
         [/row filter|row_filter/i, rowFilter, errs.row],
         [/includ/i, include, errs.inc],
         [/exclud/i, exclude, errs.exc],
+        [/all.tables|all_tables/i, allTables, errs.all],
         [/grantee|principal "|role "|does not exist/i, who, errs.who],
       ], general);
     }
   });
   return form;
+}
+
+// renderGrantee is the page of every grant given to a principal or a role
+// (GET /api/v1/grants?grantee_kind=&grantee=): administrators see anyone's;
+// anyone else sees the API's answer, its own grants and its roles'. Revoke
+// buttons for administrators.
+export async function renderGrantee(kind, name) {
+  const title = `Grants to ${kind} ${name}`;
+  show(el('h1', {}, title), el('p', { class: 'muted' }, 'Loading…'));
+  let grants;
+  try {
+    const q = new URLSearchParams({ grantee_kind: kind, grantee: name });
+    grants = ((await api('GET', `/api/v1/grants?${q}`)).grants || []);
+  } catch (e) { show(el('h1', {}, title), errorBox(e)); return; }
+  const admin = !!(state.who && state.who.admin);
+  show(el('h1', {}, title),
+    el('p', { class: 'muted' }, admin ? 'Every grant given to it.' : 'The grants you may see: your own and your roles\'.'),
+    grants.length ? table(['Object', 'Privilege', 'Grant', 'Data filter', ''], grantRows(grants, admin, () => renderGrantee(kind, name), { object: true }), { label: 'Grants of the grantee', class: 'grantee-grants' })
+      : el('p', { class: 'muted', id: 'no-grants' }, 'No grants you may see.'));
 }
 
 // ---- principals and roles (administrators) ----
@@ -172,7 +269,8 @@ async function grantEditor(nsName, name, done) {
 // principal), roles (create, drop, add and remove members).
 export async function renderPrincipals() {
   if (!(state.who && state.who.admin)) {
-    show(el('h1', {}, 'Principals and roles'), el('p', { class: 'muted', id: 'principals-admin-only' }, 'Principals and roles are managed by administrators; you are not one.'));
+    show(el('h1', {}, 'Principals and roles'), el('p', { class: 'muted', id: 'principals-admin-only' }, 'Principals and roles are managed by administrators; you are not one.'),
+      el('p', {}, el('a', { href: `#/grants/principal/${encodeURIComponent(state.who.principal)}`, id: 'my-grants' }, 'Your grants')));
     return;
   }
   const plist = el('div', { id: 'principal-list' }, el('p', { class: 'muted' }, 'Loading…'));
@@ -180,11 +278,28 @@ export async function renderPrincipals() {
   const once = el('div', { id: 'secret-once' });
   const pname = el('input', { id: 'principal-name', required: true });
   const padmin = el('input', { id: 'principal-admin', type: 'checkbox' });
+  const pscopes = el('input', { id: 'principal-scopes', value: 'catalog', placeholder: 'catalog or catalog:read' });
+  const pcidrs = el('input', { id: 'principal-cidrs', placeholder: '10.0.0.0/8, 2001:db8::/32', size: 30 });
   const perr = fieldError(pname);
+  const serr = fieldError(pscopes);
+  const cerr = fieldError(pcidrs);
   const pform = el('form', { class: 'inline', id: 'principal-form', 'aria-label': 'Create a principal' },
     el('div', { class: 'field' }, el('label', { for: 'principal-name' }, 'Principal name', pname), perr),
     el('label', { for: 'principal-admin', class: 'check' }, padmin, ' administrator'),
+    el('div', { class: 'field' }, el('label', { for: 'principal-scopes' }, 'Scopes (comma-separated)', pscopes), serr),
+    el('div', { class: 'field' }, el('label', { for: 'principal-cidrs' }, 'Allowed networks (comma-separated CIDRs; empty: any address)', pcidrs), cerr),
     el('button', { type: 'submit' }, 'Create principal'));
+  // The network allowlist of an existing principal (PUT .../allowed-cidrs);
+  // scopes are set when a principal is made (the API changes them no other way).
+  const eprin = el('select', { id: 'cidrs-principal' });
+  const ecidrs = el('input', { id: 'cidrs-value', placeholder: '10.0.0.0/8, 2001:db8::/32 (empty: any address)', size: 40 });
+  const eerr = fieldError(ecidrs);
+  const eform = el('form', { class: 'inline', id: 'cidrs-form', 'aria-label': 'Edit a network allowlist' },
+    el('label', { for: 'cidrs-principal' }, 'Principal', eprin),
+    el('div', { class: 'field' }, el('label', { for: 'cidrs-value' }, 'Allowed networks', ecidrs), eerr),
+    el('button', { type: 'submit' }, 'Set allowed networks'));
+  let known = [];
+  eprin.addEventListener('change', () => { const p = known.find((x) => x.name === eprin.value); ecidrs.value = ((p && p.allowed_cidrs) || []).join(', '); });
   const rname = el('input', { id: 'role-name', required: true });
   const rdesc = el('input', { id: 'role-description' });
   const rerr = fieldError(rname);
@@ -206,8 +321,10 @@ export async function renderPrincipals() {
     const principals = ps.principals || []; const roles = rs.roles || [];
     const rolesOf = {};
     for (const r of roles) for (const m of r.members || []) (rolesOf[m] ||= []).push(r.name);
-    plist.replaceChildren(table(['Name', 'Client id', 'Admin', 'State', 'Roles', 'Created', ''], principals.map((p) => [
-      p.name, el('td', {}, el('code', {}, p.client_id)), p.admin ? 'yes' : '', el('td', { class: p.disabled ? 'error' : '' }, p.disabled ? 'disabled' : 'active'),
+    plist.replaceChildren(table(['Name', 'Client id', 'Admin', 'Scopes', 'Allowed networks', 'State', 'Roles', 'Created', ''], principals.map((p) => [
+      el('td', {}, el('a', { href: `#/grants/principal/${encodeURIComponent(p.name)}`, 'aria-label': `Grants to principal ${p.name}` }, p.name)),
+      el('td', {}, el('code', {}, p.client_id)), p.admin ? 'yes' : '', (p.scopes || []).join(' '), (p.allowed_cidrs || []).join(', ') || 'any',
+      el('td', { class: p.disabled ? 'error' : '' }, p.disabled ? 'disabled' : 'active'),
       (rolesOf[p.name] || []).join(', '), p.created_at ? fmtTime(Date.parse(p.created_at)) : '',
       p.name === state.who.principal ? el('td', { class: 'muted' }, 'you') : el('td', {}, el('button', {
         type: 'button', class: 'secondary', 'aria-label': `${p.disabled ? 'Enable' : 'Disable'} principal ${p.name}`,
@@ -220,7 +337,7 @@ export async function renderPrincipals() {
         } }, p.disabled ? 'Enable' : 'Disable')),
     ]), { label: 'Principals', class: 'principals' }));
     rlist.replaceChildren(roles.length ? table(['Role', 'Description', 'Members', ''], roles.map((r) => [
-      r.name, r.description || '',
+      el('td', {}, el('a', { href: `#/grants/role/${encodeURIComponent(r.name)}`, 'aria-label': `Grants to role ${r.name}` }, r.name)), r.description || '',
       el('td', {}, (r.members || []).length ? (r.members || []).map((m) => el('span', { class: 'member' }, m, ' ',
         el('button', { type: 'button', class: 'link', 'aria-label': `Remove ${m} from role ${r.name}`, onclick: async () => {
           try { await api('DELETE', `/api/v1/roles/${encodeURIComponent(r.name)}/members/${encodeURIComponent(m)}`); status(`Removed ${m} from ${r.name}`); draw(); }
@@ -234,11 +351,19 @@ export async function renderPrincipals() {
     ]), { label: 'Roles', class: 'roles' }) : el('p', { class: 'muted' }, 'No roles yet.'));
     mrole.replaceChildren(...roles.map((r) => el('option', { value: r.name }, r.name)));
     mprin.replaceChildren(...principals.map((p) => el('option', { value: p.name }, p.name)));
+    const keep = eprin.value;
+    known = principals;
+    eprin.replaceChildren(...principals.map((p) => el('option', { value: p.name }, p.name)));
+    if (keep) eprin.value = keep;
+    eprin.dispatchEvent(new Event('change'));
   };
   pform.addEventListener('submit', async (ev) => {
     ev.preventDefault(); clearErrors(pform);
     try {
-      const p = await api('POST', '/api/v1/principals', { name: pname.value.trim(), admin: padmin.checked });
+      const body = { name: pname.value.trim(), admin: padmin.checked };
+      if (list(pscopes.value).length) body.scopes = list(pscopes.value);
+      if (list(pcidrs.value).length) body.allowed_cidrs = list(pcidrs.value);
+      const p = await api('POST', '/api/v1/principals', body);
       const cred = `client_id=${p.client_id}\nclient_secret=${p.client_secret}\n`;
       const secret = el('code', { id: 'new-secret' }, p.client_secret);
       once.replaceChildren(el('section', { class: 'once', 'aria-label': 'New credential' },
@@ -251,9 +376,16 @@ export async function renderPrincipals() {
         } }, 'Copy secret'), ' ',
         el('button', { type: 'button', id: 'download-secret', onclick: () => download(`${p.name}.credential`, new Blob([cred], { type: 'text/plain' })) }, 'Download'), ' ',
         el('button', { type: 'button', class: 'secondary', onclick: () => once.replaceChildren() }, 'Done')));
-      pname.value = ''; padmin.checked = false;
+      pname.value = ''; padmin.checked = false; pscopes.value = 'catalog'; pcidrs.value = '';
       status(`Created principal ${p.name}`); draw();
-    } catch (e) { placeError(e, [[/./, pname, perr]], perr); }
+    } catch (e) { placeError(e, [[/scope/i, pscopes, serr], [/cidr|network|address|prefix/i, pcidrs, cerr], [/./, pname, perr]], perr); }
+  });
+  eform.addEventListener('submit', async (ev) => {
+    ev.preventDefault(); clearErrors(eform);
+    try {
+      const p = await api('PUT', `/api/v1/principals/${encodeURIComponent(eprin.value)}/allowed-cidrs`, { allowed_cidrs: list(ecidrs.value) });
+      status(`Allowed networks of ${p.name}: ${(p.allowed_cidrs || []).join(', ') || 'any address'}`); draw();
+    } catch (e) { placeError(e, [[/./, ecidrs, eerr]], eerr); }
   });
   rform.addEventListener('submit', async (ev) => {
     ev.preventDefault(); clearErrors(rform);
@@ -271,6 +403,7 @@ export async function renderPrincipals() {
   });
   show(el('h1', {}, 'Principals and roles'),
     el('h2', {}, 'Principals'), pform, once, plist,
+    el('h3', {}, 'Network allowlist'), el('p', { class: 'muted' }, 'From the next request on, the principal\'s tokens, new tokens and SQL logins are refused from other addresses. Scopes are set when a principal is created.'), eform,
     el('p', { class: 'muted' }, 'Disabling a principal revokes its access at once: every token it holds is refused on every node, with the storage credentials and SQL sessions opened under them; enabling it again lets it sign in anew.'),
     el('h2', {}, 'Roles'), rform, mform, rlist);
   draw();

@@ -87,12 +87,12 @@ test('firefox: client secret sign-in, catalog search, table page, query, sign-ou
   // Catalog search.
   await waitText(page, '#catalog a', 'opportunities');
   await page.type('#search', 'opport');
-  await page.waitForFunction(() => document.querySelectorAll('#catalog a').length === 1);
-  assert.equal(await page.$eval('#catalog a', (a) => a.textContent), 'opportunities');
+  await page.waitForFunction(() => document.querySelectorAll('#catalog li a').length === 1);
+  assert.equal(await page.$eval('#catalog li a', (a) => a.textContent), 'opportunities');
 
   // The table page with the timeline and the histogram drawn.
   const t0 = Date.now();
-  await page.click('#catalog a');
+  await page.click('#catalog li a');
   await page.waitForSelector('#timeline g.snap rect');
   await page.waitForSelector('#histogram g.bucket rect');
   await waitText(page, '#histogram text', '< 1.0 MiB');
