@@ -131,7 +131,8 @@ func (s *Service) VerifyFloeToken(ctx context.Context, raw string) (Subject, err
 	if err != nil {
 		return Subject{}, err
 	}
-	p := Principal{ID: c.PrincipalID, Name: c.Principal, ClientID: c.ClientID, Admin: c.Admin, Scopes: c.Scopes}
+	p := Principal{ID: c.PrincipalID, Name: c.Principal, ClientID: c.ClientID, Admin: c.Admin, Scopes: c.Scopes,
+		TokensNotBefore: c.TokensNotBefore}
 	return Subject{Principal: p, Scopes: c.Scopes, Kind: SubjectFloeToken, TokenID: c.TokenID, Issuer: s.Issuer()}, nil
 }
 

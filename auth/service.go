@@ -88,6 +88,9 @@ type Claims struct {
 	// AllowedCIDRs is the principal's network allowlist as the store has
 	// it now (empty: any address); vended credentials carry it.
 	AllowedCIDRs []string
+	// TokensNotBefore is the principal's Principal.TokensNotBefore: a
+	// token issued from it (a refresh) is dated no earlier.
+	TokensNotBefore time.Time
 }
 
 // HasScope reports whether the token carries scope s.
@@ -299,16 +302,82 @@ func (s *Service) Authenticate(ctx context.Context, clientID, secret string) (Pr
 		}
 		return Principal{}, err
 	}
-	if !s.secrets.check(clientID, secret, p.SecretHash) {
-		if !CheckSecret(p.SecretHash, secret) {
-			return Principal{}, invalidClient("wrong client secret")
-		}
-		s.secrets.add(clientID, secret, p.SecretHash)
+	ok := s.secretMatches(clientID, secret, p.SecretHash)
+	if !ok && p.OldSecretHash != "" && s.now().Before(p.OldSecretExpiresAt) {
+		// The secret before a rotation with a grace period, until it ends.
+		ok = s.secretMatches(clientID, secret, p.OldSecretHash)
+	}
+	if !ok {
+		return Principal{}, invalidClient("wrong client secret")
 	}
 	if p.Disabled {
 		return Principal{}, invalidClient("client is disabled")
 	}
 	return p, nil
+}
+
+// secretMatches checks secret against the stored hash, through the cache
+// of successful checks.
+func (s *Service) secretMatches(clientID, secret, hash string) bool {
+	if s.secrets.check(clientID, secret, hash) {
+		return true
+	}
+	if !CheckSecret(hash, secret) {
+		return false
+	}
+	s.secrets.add(clientID, secret, hash)
+	return true
+}
+
+// MaxSecretGrace bounds the grace period of a client secret rotation (30
+// days, as for a recipient's token rotation).
+const MaxSecretGrace = 30 * 24 * time.Hour
+
+// RotateSecret gives the principal named name a new client secret, shown
+// only now and stored only as a hash. With grace 0 the old secret is
+// refused at once; with a grace period it keeps working until then (only
+// the secret just replaced: an older one is forgotten). Tokens already
+// issued stay valid (see RevokeTokens). Invalid for a grace outside 0 to
+// MaxSecretGrace, NotFound for an unknown principal.
+func (s *Service) RotateSecret(ctx context.Context, name string, grace time.Duration) (Principal, string, error) {
+	if grace < 0 || grace > MaxSecretGrace {
+		return Principal{}, "", floe.E(floe.Invalid, "principal", "grace must be 0 to %d seconds", int64(MaxSecretGrace/time.Second))
+	}
+	secret := randomToken(32)
+	h, err := HashSecret(secret)
+	if err != nil {
+		return Principal{}, "", err
+	}
+	var until time.Time
+	if grace > 0 {
+		until = s.now().Add(grace)
+	}
+	if err := s.store.RotatePrincipalSecret(ctx, name, h, until); err != nil {
+		return Principal{}, "", err
+	}
+	p, err := s.store.PrincipalByName(ctx, name)
+	if err != nil {
+		return Principal{}, "", err
+	}
+	return p, secret, nil
+}
+
+// RevokeTokens refuses, on every node sharing the store and from the next
+// request on, every access token issued to the principal named name until
+// now, and the storage credentials vended and SQL sessions opened under
+// them (package revoke, kind Tokens). New tokens can be obtained at once.
+// It returns the principal's new TokensNotBefore; NotFound for an unknown
+// principal.
+//
+// Token iat claims are whole seconds, so the not-before is the next whole
+// second after now: every token issued until now has an earlier iat, and
+// Issue dates the tokens it issues before that second at it.
+func (s *Service) RevokeTokens(ctx context.Context, name string) (time.Time, error) {
+	nb := s.now().UTC().Truncate(time.Second).Add(time.Second)
+	if err := s.store.RevokePrincipalTokens(ctx, name, nb); err != nil {
+		return time.Time{}, err
+	}
+	return nb, nil
 }
 
 type tokenClaims struct {
@@ -335,10 +404,16 @@ func (s *Service) Issue(ctx context.Context, p Principal, scopes []string) (Toke
 	now := s.now()
 	exp := now.Add(s.ttl)
 	iss := s.Issuer()
+	// A token issued within the second its principal's tokens were revoked
+	// is dated at the not-before, so that it is not refused (within Leeway).
+	iat := now
+	if iat.Before(p.TokensNotBefore) {
+		iat = p.TokensNotBefore
+	}
 	c := tokenClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer: iss, Subject: p.ID, Audience: jwt.ClaimStrings{iss},
-			IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
+			IssuedAt: jwt.NewNumericDate(iat), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
 			ID: uuid.NewString(),
 		},
 		ClientID: p.ClientID, Name: p.Name, Scope: strings.Join(scopes, " "), Admin: p.Admin,
@@ -391,6 +466,9 @@ func (s *Service) Verify(ctx context.Context, raw string) (Claims, error) {
 	if p.ID != c.Subject {
 		return Claims{}, invalidToken(errors.New("client id now belongs to another principal"))
 	}
+	if !p.TokensNotBefore.IsZero() && (c.IssuedAt == nil || c.IssuedAt.Before(p.TokensNotBefore)) {
+		return Claims{}, invalidToken(errors.New("the principal's tokens were revoked"))
+	}
 	// The principal's allowlist as it is now, against the client address
 	// the listener resolved (none for in-process callers).
 	if err := netallow.CheckPrincipal(ctx, p.Name, p.AllowedCIDRs); err != nil {
@@ -399,7 +477,8 @@ func (s *Service) Verify(ctx context.Context, raw string) (Claims, error) {
 	return Claims{PrincipalID: p.ID, Principal: p.Name, ClientID: p.ClientID, Admin: p.Admin,
 		Scopes: strings.Fields(c.Scope), ExpiresAt: c.ExpiresAt.Time, TokenID: c.ID,
 		PolicyVersion: ts.PolicyVersion, HasPolicyVersion: ts.HasPolicyVersion,
-		RevocationVersion: ts.RevocationVersion, HasRevocationVersion: ts.HasRevocationVersion, AllowedCIDRs: p.AllowedCIDRs}, nil
+		RevocationVersion: ts.RevocationVersion, HasRevocationVersion: ts.HasRevocationVersion, AllowedCIDRs: p.AllowedCIDRs,
+		TokensNotBefore: p.TokensNotBefore}, nil
 }
 
 // verifiedClaims returns the claims of a token whose signature and claims

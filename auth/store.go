@@ -18,6 +18,13 @@ type Principal struct {
 	// AllowedCIDRs is the principal's network allowlist, canonical CIDR
 	// prefixes (see package netallow); empty allows any address.
 	AllowedCIDRs []string
+	// OldSecretHash is the hash of the client secret before the last
+	// rotation, accepted until OldSecretExpiresAt ("" for none).
+	OldSecretHash      string
+	OldSecretExpiresAt time.Time
+	// TokensNotBefore refuses every access token issued (iat) before it,
+	// a whole second (zero: none); see Service.RevokeTokens.
+	TokensNotBefore time.Time
 }
 
 // SigningKey is one of Floe's token signing keys.
@@ -55,7 +62,7 @@ type ClientKey struct {
 // a request presents it.
 type TokenState struct {
 	// Principal is the token's principal, with (at least) its ID, Name,
-	// ClientID, Admin, Disabled and AllowedCIDRs set.
+	// ClientID, Admin, Disabled, AllowedCIDRs and TokensNotBefore set.
 	Principal Principal
 	// Revoked is set when the token's id was revoked.
 	Revoked bool
@@ -87,6 +94,17 @@ type Store interface {
 	// SetPrincipalAllowedCIDRs replaces a principal's network allowlist
 	// (canonical entries; empty: any address); NotFound if absent.
 	SetPrincipalAllowedCIDRs(ctx context.Context, name string, cidrs []string) error
+	// RotatePrincipalSecret replaces the secret hash of the principal named
+	// name with hash. When oldUntil is after now the replaced hash is kept
+	// as OldSecretHash until then (replacing any older one), otherwise no
+	// old hash is kept. NotFound if absent.
+	RotatePrincipalSecret(ctx context.Context, name, hash string, oldUntil time.Time) error
+	// RevokePrincipalTokens sets the TokensNotBefore of the principal named
+	// name to notBefore (never moving it back) and records a revocation
+	// (package revoke, kind Tokens) so that credentials vended and SQL
+	// sessions opened under its tokens are refused on every node. NotFound
+	// if absent.
+	RevokePrincipalTokens(ctx context.Context, name string, notBefore time.Time) error
 	// SigningKeys returns all signing keys, newest first.
 	SigningKeys(ctx context.Context) ([]SigningKey, error)
 	// AddSigningKey stores a new signing key.

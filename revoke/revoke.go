@@ -1,6 +1,7 @@
 // Package revoke keeps, on every node, the state that makes vended storage
 // credentials and open SQL sessions stop working when what they were derived
-// from is revoked: an access token revoked, a principal disabled, a grant or
+// from is revoked: an access token revoked, a principal disabled or all its
+// tokens revoked, a grant or
 // role membership revoked, a table dropped or renamed.
 //
 // Vended credentials stay stateless: the sealed session of a credential
@@ -18,8 +19,11 @@
 //     principal (disabled, or a grant or role membership revoked) or of its
 //     table (dropped or renamed) is refused; a client loads the table again
 //     for a fresh credential if it still may;
+//   - a credential of a principal whose tokens were all revoked (Tokens)
+//     is refused when minted under an older epoch;
 //   - an SQL session of a revoked token, or of a principal disabled after
-//     the session logged in, refuses its next statement.
+//     the session logged in, or of a token of a principal whose tokens were
+//     all revoked after the session logged in, refuses its next statement.
 //
 // Granting more never revokes anything. Revoking any grant of a principal
 // revokes all its credentials, not only those of the grant's table (the
@@ -64,6 +68,10 @@ const (
 	// Disabled revokes what a principal held when it was disabled; the
 	// subject is the principal's name.
 	Disabled Kind = "disabled"
+	// Tokens revokes everything derived from every token a principal held
+	// (POST /principals/{name}/revoke-tokens); the subject is the
+	// principal's name. Password SQL sessions are not refused.
+	Tokens Kind = "tokens"
 	// Grant revokes the credentials of a principal that lost a grant or a
 	// role; the subject is the principal's name.
 	Grant Kind = "grant"
@@ -101,6 +109,7 @@ type Store interface {
 var (
 	ErrTokenRevoked      = floe.E(floe.Forbidden, "credential", "credential revoked: token revoked")
 	ErrPrincipalDisabled = floe.E(floe.Forbidden, "credential", "credential revoked: principal disabled")
+	ErrTokensRevoked     = floe.E(floe.Forbidden, "credential", "credential revoked: the principal's tokens were revoked; get a new token")
 	ErrGrantRevoked      = floe.E(floe.Forbidden, "credential", "credential revoked: grant revoked; load the table again for a new credential")
 	ErrTableDropped      = floe.E(floe.Forbidden, "credential", "credential revoked: table dropped or renamed")
 	ErrRevoked           = floe.E(floe.Forbidden, "credential", "credential revoked: too many revocations at once; load the table again for a new credential")
@@ -152,12 +161,14 @@ type entry struct {
 
 // state is an immutable snapshot; a refresh replaces it.
 type state struct {
-	version                          int64 // every entry of version <= version is loaded
-	floor                            int64 // epochs below it are refused (after an overflow)
-	tokens, disabled, grants, tables map[string]entry
+	version                                           int64 // every entry of version <= version is loaded
+	floor                                             int64 // epochs below it are refused (after an overflow)
+	tokens, disabled, principalTokens, grants, tables map[string]entry
 }
 
-func (s *state) size() int { return len(s.tokens) + len(s.disabled) + len(s.grants) + len(s.tables) }
+func (s *state) size() int {
+	return len(s.tokens) + len(s.disabled) + len(s.principalTokens) + len(s.grants) + len(s.tables)
+}
 
 // New returns a List loaded from st; it fails when the first load does.
 // Call Run to keep it current.
@@ -243,7 +254,7 @@ func (l *List) Refresh(ctx context.Context) error {
 func (l *List) next(cur *state, v int64, es []Entry) *state {
 	now := l.opts.Now().Unix()
 	n := &state{version: max(v, cur.version), floor: cur.floor,
-		tokens: live(cur.tokens, now), disabled: live(cur.disabled, now), grants: live(cur.grants, now), tables: live(cur.tables, now)}
+		tokens: live(cur.tokens, now), disabled: live(cur.disabled, now), principalTokens: live(cur.principalTokens, now), grants: live(cur.grants, now), tables: live(cur.tables, now)}
 	for _, e := range es {
 		n.version = max(n.version, e.Version)
 		if e.Expires.Unix() < now {
@@ -255,6 +266,8 @@ func (l *List) next(cur *state, v int64, es []Entry) *state {
 			m = n.tokens
 		case Disabled:
 			m = n.disabled
+		case Tokens:
+			m = n.principalTokens
 		case Grant:
 			m = n.grants
 		case Table:
@@ -271,7 +284,7 @@ func (l *List) next(cur *state, v int64, es []Entry) *state {
 		l.opts.Logger.Warn("revoke: too many revocations held; refusing every older credential", "entries", n.size(),
 			"max", l.opts.MaxEntries, "floor", n.version)
 		return &state{version: n.version, floor: n.version, tokens: map[string]entry{}, disabled: map[string]entry{},
-			grants: map[string]entry{}, tables: map[string]entry{}}
+			principalTokens: map[string]entry{}, grants: map[string]entry{}, tables: map[string]entry{}}
 	}
 	return n
 }
@@ -317,6 +330,8 @@ func (l *List) Credential(tokenID, principal, principalID, table string, epoch i
 		return ErrTokenRevoked
 	case newer(s.disabled, principal, epoch):
 		return ErrPrincipalDisabled
+	case newer(s.principalTokens, principal, epoch):
+		return ErrTokensRevoked
 	case table != "" && dropped(s.tables, table, principalID, epoch):
 		return ErrTableDropped // first: dropping a table also revokes the grants on it
 	case newer(s.grants, principal, epoch):
@@ -340,6 +355,8 @@ func (l *List) Session(tokenID, principal string, since int64) error {
 		return ErrTokenRevoked
 	case newer(s.disabled, principal, since):
 		return ErrPrincipalDisabled
+	case tokenID != "" && newer(s.principalTokens, principal, since):
+		return ErrTokensRevoked
 	}
 	return nil
 }

@@ -65,6 +65,7 @@ func TestCredential(t *testing.T) {
 	st.add(c.t, Disabled, "mallory", 100*365*24*time.Hour)
 	st.add(c.t, Grant, "bob", 13*time.Hour)
 	st.add(c.t, Table, "crm.accounts", 13*time.Hour)
+	st.add(c.t, Tokens, "carol", 13*time.Hour)
 	if err := l.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +86,8 @@ func TestCredential(t *testing.T) {
 		{"table dropped", "jti-2", "alice", "crm.accounts", before, ErrTableDropped},
 		{"table re-created", "jti-2", "alice", "crm.accounts", after, nil},
 		{"no token, no table", "", "alice", "", before, nil},
+		{"all tokens of the principal revoked", "jti-3", "carol", "crm.orders", before, ErrTokensRevoked},
+		{"minted after the tokens were revoked", "jti-3", "carol", "crm.orders", after, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,6 +104,7 @@ func TestSession(t *testing.T) {
 	st.add(c.t, Grant, "bob", time.Hour) // grants do not end SQL sessions: each statement is authorized
 	st.add(c.t, Disabled, "mallory", time.Hour)
 	st.add(c.t, Token, "jti-1", time.Hour)
+	st.add(c.t, Tokens, "carol", time.Hour)
 	if err := l.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +117,9 @@ func TestSession(t *testing.T) {
 		{"password login of a disabled principal", "", "mallory", since, ErrPrincipalDisabled},
 		{"logged in after the disable", "", "mallory", l.Version(), nil},
 		{"token revoked", "jti-1", "alice", since, ErrTokenRevoked},
+		{"token session of a principal whose tokens were revoked", "jti-3", "carol", since, ErrTokensRevoked},
+		{"token session opened after", "jti-3", "carol", l.Version(), nil},
+		{"password session of a principal whose tokens were revoked", "", "carol", since, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

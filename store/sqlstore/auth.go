@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/auth"
@@ -14,6 +15,10 @@ import (
 )
 
 const principalColumns = "id, name, client_id, secret_hash, scopes, admin, disabled, created_at, allowed_cidrs"
+
+// principalReadColumns are the columns a principal is read with:
+// principalColumns and those that a rotation or revocation sets.
+const principalReadColumns = principalColumns + ", old_secret_hash, old_secret_expires_at, tokens_not_before"
 
 // CreatePrincipal adds p: Invalid if its id, name or client id is empty,
 // AlreadyExists (entity "principal") if one of them is taken. A zero
@@ -90,12 +95,19 @@ func (s *Store) PrincipalByName(ctx context.Context, name string) (auth.Principa
 }
 
 func (s *Store) principal(ctx context.Context, column, value string) (auth.Principal, error) {
-	row := s.read().queryRow(ctx, "SELECT "+principalColumns+" FROM principals WHERE "+column+" = ?", value)
+	row := s.read().queryRow(ctx, "SELECT "+principalReadColumns+" FROM principals WHERE "+column+" = ?", value)
 	return scanPrincipal(row.Scan)
 }
 
 func scanPrincipal(scan func(...any) error) (auth.Principal, error) {
-	return scanPrincipalWith(scan)
+	var oldUntil, notBefore dbTime
+	var oldHash string
+	p, err := scanPrincipalWith(scan, &oldHash, &oldUntil, &notBefore)
+	if err != nil {
+		return auth.Principal{}, err
+	}
+	p.OldSecretHash, p.OldSecretExpiresAt, p.TokensNotBefore = oldHash, oldUntil.t, notBefore.t
+	return p, nil
 }
 
 // scanPrincipalWith scans the principal columns followed by extra columns.
@@ -119,7 +131,7 @@ func scanPrincipalWith(scan func(...any) error, extra ...any) (auth.Principal, e
 
 // ListPrincipals returns all principals ordered by name.
 func (s *Store) ListPrincipals(ctx context.Context) ([]auth.Principal, error) {
-	rows, err := s.read().query(ctx, "SELECT "+principalColumns+" FROM principals ORDER BY name")
+	rows, err := s.read().query(ctx, "SELECT "+principalReadColumns+" FROM principals ORDER BY name")
 	if err != nil {
 		return nil, s.fail("list principals", err)
 	}
@@ -163,6 +175,48 @@ func (s *Store) SetPrincipalDisabled(ctx context.Context, name string, disabled 
 		_, err = c.exec(ctx, "UPDATE revocations SET expires_at = ? WHERE kind = ? AND subject = ?",
 			s.d.timeArg(s.now().Add(revocationTTL)), string(revoke.Disabled), name)
 		return err
+	})
+}
+
+// RotatePrincipalSecret replaces the secret hash of the principal named
+// name with hash, keeping the replaced one until oldUntil when that is
+// after now (at most one old hash); NotFound if absent.
+func (s *Store) RotatePrincipalSecret(ctx context.Context, name, hash string, oldUntil time.Time) error {
+	keep := oldUntil.After(s.now())
+	var until any
+	if keep {
+		until = s.d.timeArg(oldUntil)
+	}
+	return s.write(ctx, "rotate principal secret", func(c conn) error {
+		// The right-hand sides read the row as it was before the update.
+		n, err := c.exec(ctx, `UPDATE principals SET old_secret_hash = CASE WHEN ? THEN secret_hash ELSE '' END,
+			old_secret_expires_at = ?, secret_hash = ? WHERE name = ?`, keep, until, hash, name)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return floe.E(floe.NotFound, "principal", "Principal does not exist: %s", name)
+		}
+		return nil
+	})
+}
+
+// RevokePrincipalTokens refuses every access token of the principal named
+// name issued before notBefore, and, through a revocation of kind
+// revoke.Tokens, the credentials vended and the SQL sessions opened under
+// them; NotFound if absent. notBefore never moves back.
+func (s *Store) RevokePrincipalTokens(ctx context.Context, name string, notBefore time.Time) error {
+	return s.write(ctx, "revoke principal tokens", func(c conn) error {
+		nb := s.d.timeArg(notBefore)
+		n, err := c.exec(ctx, `UPDATE principals SET tokens_not_before = CASE
+			WHEN tokens_not_before IS NULL OR tokens_not_before < ? THEN ? ELSE tokens_not_before END WHERE name = ?`, nb, nb, name)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return floe.E(floe.NotFound, "principal", "Principal does not exist: %s", name)
+		}
+		return s.revokeIn(ctx, c, revoke.Tokens, name, s.now().Add(revocationTTL))
 	})
 }
 

@@ -181,12 +181,13 @@ func (s *Store) TokenState(ctx context.Context, clientID, jti string) (auth.Toke
 	var ts auth.TokenState
 	p := &ts.Principal
 	var cidrs string
-	err := s.read().queryRow(ctx, "SELECT id, name, client_id, admin, disabled, allowed_cidrs"+
+	var notBefore dbTime
+	err := s.read().queryRow(ctx, "SELECT id, name, client_id, admin, disabled, allowed_cidrs, tokens_not_before"+
 		", EXISTS (SELECT 1 FROM revoked_tokens WHERE jti = ?), (SELECT version FROM authz_version WHERE id = 1)"+
 		", (SELECT version FROM revocation_version WHERE id = 1)"+
 		" FROM principals WHERE client_id = ?", jti, clientID).
-		Scan(&p.ID, &p.Name, &p.ClientID, &p.Admin, &p.Disabled, &cidrs, &ts.Revoked, &ts.PolicyVersion, &ts.RevocationVersion)
-	p.AllowedCIDRs = splitCIDRs(cidrs)
+		Scan(&p.ID, &p.Name, &p.ClientID, &p.Admin, &p.Disabled, &cidrs, &notBefore, &ts.Revoked, &ts.PolicyVersion, &ts.RevocationVersion)
+	p.AllowedCIDRs, p.TokensNotBefore = splitCIDRs(cidrs), notBefore.t
 	if errors.Is(err, sql.ErrNoRows) {
 		return auth.TokenState{}, floe.E(floe.NotFound, "principal", "Principal does not exist for client id: %s", clientID)
 	}

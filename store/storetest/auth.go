@@ -172,3 +172,67 @@ func testPrincipalPasswords(t *testing.T, e *env) {
 	wantErr(t, err, floe.NotFound, "password", "")
 	must(t, e.s.SetPrincipalPassword(e.ctx, "ann", "")) // removing twice is fine
 }
+
+// testPrincipalSecretRotation: a rotation keeps at most the hash it
+// replaced, with its expiry; revoking the tokens sets a not-before that
+// never moves back, visible in TokenState, and records a revocation.
+func testPrincipalSecretRotation(t *testing.T, e *env) {
+	now := e.clock.Now().UTC().Truncate(time.Microsecond)
+	must(t, e.s.CreatePrincipal(e.ctx, auth.Principal{ID: "id-rot", Name: "rot", ClientID: "c-rot", SecretHash: "h1"}))
+	wantErr(t, e.s.RotatePrincipalSecret(e.ctx, "ghost", "h", time.Time{}), floe.NotFound, "principal", "Principal does not exist: ghost")
+	wantErr(t, e.s.RevokePrincipalTokens(e.ctx, "ghost", now), floe.NotFound, "principal", "Principal does not exist: ghost")
+
+	tests := []struct {
+		name      string
+		hash      string
+		until     time.Time
+		wantOld   string
+		wantUntil time.Time
+	}{
+		{"with grace", "h2", now.Add(time.Hour), "h1", now.Add(time.Hour)},
+		{"again with grace: only the last old hash", "h3", now.Add(2 * time.Hour), "h2", now.Add(2 * time.Hour)},
+		{"no grace: no old hash", "h4", time.Time{}, "", time.Time{}},
+		{"grace already over", "h5", now.Add(-time.Second), "", time.Time{}},
+	}
+	for _, tt := range tests {
+		must(t, e.s.RotatePrincipalSecret(e.ctx, "rot", tt.hash, tt.until))
+		for _, get := range []func() (auth.Principal, error){
+			func() (auth.Principal, error) { return e.s.PrincipalByName(e.ctx, "rot") },
+			func() (auth.Principal, error) { return e.s.PrincipalByClientID(e.ctx, "c-rot") },
+		} {
+			p, err := get()
+			must(t, err)
+			if p.SecretHash != tt.hash || p.OldSecretHash != tt.wantOld || !p.OldSecretExpiresAt.Equal(tt.wantUntil) {
+				t.Errorf("%s: hash %q old %q until %v, want %q %q %v", tt.name, p.SecretHash, p.OldSecretHash,
+					p.OldSecretExpiresAt, tt.hash, tt.wantOld, tt.wantUntil)
+			}
+		}
+	}
+
+	v0, err := e.s.RevocationVersion(e.ctx)
+	must(t, err)
+	ts, err := e.s.TokenState(e.ctx, "c-rot", "jti")
+	must(t, err)
+	if !ts.Principal.TokensNotBefore.IsZero() {
+		t.Errorf("TokensNotBefore before any revocation = %v", ts.Principal.TokensNotBefore)
+	}
+	nb := now.Add(time.Second).Truncate(time.Second)
+	must(t, e.s.RevokePrincipalTokens(e.ctx, "rot", nb))
+	must(t, e.s.RevokePrincipalTokens(e.ctx, "rot", nb.Add(-time.Hour))) // never moves back
+	ts, err = e.s.TokenState(e.ctx, "c-rot", "jti")
+	must(t, err)
+	p, err := e.s.PrincipalByName(e.ctx, "rot")
+	must(t, err)
+	if !ts.Principal.TokensNotBefore.Equal(nb) || !p.TokensNotBefore.Equal(nb) {
+		t.Errorf("TokensNotBefore = %v (token state), %v (principal), want %v", ts.Principal.TokensNotBefore, p.TokensNotBefore, nb)
+	}
+	revs, err := e.s.Revocations(e.ctx, v0)
+	must(t, err)
+	found := false
+	for _, r := range revs {
+		found = found || (r.Kind == "tokens" && r.Subject == "rot")
+	}
+	if !found {
+		t.Errorf("revocations after RevokePrincipalTokens = %+v, want a tokens entry for rot", revs)
+	}
+}

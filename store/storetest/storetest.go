@@ -55,6 +55,7 @@ func Run(t *testing.T, open Opener) {
 		{"Tombstones", testTombstones},
 		{"Principals", testPrincipals},
 		{"PrincipalPasswords", testPrincipalPasswords},
+		{"PrincipalSecretRotation", testPrincipalSecretRotation},
 		{"PrincipalAllowedCIDRs", testPrincipalAllowedCIDRs},
 		{"SigningKeys", testSigningKeys},
 		{"DeleteSigningKey", testDeleteSigningKey},
