@@ -172,4 +172,41 @@ func TestRevokeTokensAcrossNodes(t *testing.T) {
 	if _, err := a.Verify(ctx, refreshed.AccessToken); err != nil {
 		t.Errorf("token refreshed after the revocation refused: %v", err)
 	}
+	// A second revocation within the same second refuses the tokens issued
+	// since the first.
+	c.Advance(time.Millisecond)
+	_, err = a.RevokeTokens(ctx, "etl")
+	must(t, err)
+	for i, raw := range []string{tok.AccessToken, refreshed.AccessToken} {
+		if _, err := b.Verify(ctx, raw); !errors.Is(err, auth.ErrInvalidToken) {
+			t.Errorf("token %d issued between two revocations within a second accepted: %v", i, err)
+		}
+	}
+}
+
+// TestIssueAfterRevocationOnABehindClock: a node whose clock is behind the
+// revoking node's still issues tokens that work.
+func TestIssueAfterRevocationOnABehindClock(t *testing.T) {
+	c := newClock()
+	behind := newClock()
+	behind.Advance(-2 * time.Second)
+	st := openStore(t, c.Now)
+	ctx := context.Background()
+	a := newService(t, st, c, auth.Options{})
+	b := newService(t, st, behind, auth.Options{})
+	_, secret, err := a.CreatePrincipal(ctx, "etl", nil, false, "", "")
+	must(t, err)
+	_, err = a.RevokeTokens(ctx, "etl")
+	must(t, err)
+	p, err := st.PrincipalByName(ctx, "etl")
+	must(t, err)
+	fresh, err := b.Authenticate(ctx, p.ClientID, secret)
+	must(t, err)
+	tok, err := b.Issue(ctx, fresh, []string{"catalog"})
+	must(t, err)
+	for i, s := range []*auth.Service{a, b} {
+		if _, err := s.Verify(ctx, tok.AccessToken); err != nil {
+			t.Errorf("node %d refuses a token issued after the revocation by a node behind: %v", i, err)
+		}
+	}
 }

@@ -369,11 +369,14 @@ func (s *Service) RotateSecret(ctx context.Context, name string, grace time.Dura
 // It returns the principal's new TokensNotBefore; NotFound for an unknown
 // principal.
 //
-// Token iat claims are whole seconds, so the not-before is the next whole
-// second after now: every token issued until now has an earlier iat, and
-// Issue dates the tokens it issues before that second at it.
+// Tokens carry their issue time in microseconds (claim iat_us, beside the
+// whole seconds of iat), so the not-before is the microsecond after now:
+// every token issued until now is earlier, and two revocations within one
+// second each refuse the tokens issued between them. Issue dates a token
+// no earlier than its principal's not-before, so that a node whose clock
+// is behind still issues working tokens.
 func (s *Service) RevokeTokens(ctx context.Context, name string) (time.Time, error) {
-	nb := s.now().UTC().Truncate(time.Second).Add(time.Second)
+	nb := s.now().UTC().Truncate(time.Microsecond).Add(time.Microsecond)
 	if err := s.store.RevokePrincipalTokens(ctx, name, nb); err != nil {
 		return time.Time{}, err
 	}
@@ -386,6 +389,21 @@ type tokenClaims struct {
 	Name     string `json:"name"`
 	Scope    string `json:"scope"`
 	Admin    bool   `json:"adm,omitempty"`
+	// IssuedAtMicros is the issue time in Unix microseconds (iat has whole
+	// seconds), compared with the principal's TokensNotBefore.
+	IssuedAtMicros int64 `json:"iat_us,omitempty"`
+}
+
+// issuedMicros is when the token was issued, in Unix microseconds: iat_us,
+// or, for a token without it, the start of its iat second.
+func (c tokenClaims) issuedMicros() int64 {
+	if c.IssuedAtMicros != 0 {
+		return c.IssuedAtMicros
+	}
+	if c.IssuedAt == nil {
+		return 0
+	}
+	return c.IssuedAt.Unix() * 1e6
 }
 
 // Issue mints an access token for p with the given scopes, signed with the
@@ -404,9 +422,9 @@ func (s *Service) Issue(ctx context.Context, p Principal, scopes []string) (Toke
 	now := s.now()
 	exp := now.Add(s.ttl)
 	iss := s.Issuer()
-	// A token issued within the second its principal's tokens were revoked
-	// is dated at the not-before, so that it is not refused (within Leeway).
-	iat := now
+	// A token is dated no earlier than its principal's not-before (a node
+	// whose clock is behind the one that revoked), so that it is not refused.
+	iat := now.Truncate(time.Microsecond)
 	if iat.Before(p.TokensNotBefore) {
 		iat = p.TokensNotBefore
 	}
@@ -417,6 +435,7 @@ func (s *Service) Issue(ctx context.Context, p Principal, scopes []string) (Toke
 			ID: uuid.NewString(),
 		},
 		ClientID: p.ClientID, Name: p.Name, Scope: strings.Join(scopes, " "), Admin: p.Admin,
+		IssuedAtMicros: iat.UnixMicro(),
 	}
 	key, kid := s.signingKey()
 	if kid == "" {
@@ -466,7 +485,7 @@ func (s *Service) Verify(ctx context.Context, raw string) (Claims, error) {
 	if p.ID != c.Subject {
 		return Claims{}, invalidToken(errors.New("client id now belongs to another principal"))
 	}
-	if !p.TokensNotBefore.IsZero() && (c.IssuedAt == nil || c.IssuedAt.Before(p.TokensNotBefore)) {
+	if !p.TokensNotBefore.IsZero() && c.issuedMicros() < p.TokensNotBefore.UnixMicro() {
 		return Claims{}, invalidToken(errors.New("the principal's tokens were revoked"))
 	}
 	// The principal's allowlist as it is now, against the client address

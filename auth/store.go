@@ -22,8 +22,8 @@ type Principal struct {
 	// rotation, accepted until OldSecretExpiresAt ("" for none).
 	OldSecretHash      string
 	OldSecretExpiresAt time.Time
-	// TokensNotBefore refuses every access token issued (iat) before it,
-	// a whole second (zero: none); see Service.RevokeTokens.
+	// TokensNotBefore refuses every access token issued before it (zero:
+	// none); see Service.RevokeTokens.
 	TokensNotBefore time.Time
 }
 

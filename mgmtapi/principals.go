@@ -262,3 +262,69 @@ func (h *Handler) setAllowedCIDRs(c *call) error {
 	}
 	return reply(c, http.StatusOK, principalJSON(p))
 }
+
+// RotateSecretRequest is the body of POST /principals/{name}/rotate-secret.
+type RotateSecretRequest struct {
+	// GraceSeconds is how long the old secret keeps working (absent or 0:
+	// it is refused at once).
+	GraceSeconds *int64 `json:"grace_seconds,omitempty"`
+}
+
+// RevokedPrincipalTokens is the answer of POST
+// /principals/{name}/revoke-tokens.
+type RevokedPrincipalTokens struct {
+	Name string `json:"name"`
+	// TokensNotBefore: every token issued before it is refused.
+	TokensNotBefore time.Time `json:"tokens_not_before"`
+}
+
+// rotateSecret gives a principal a new client secret, shown only in this
+// answer; the old one is refused at once or after grace_seconds.
+func (h *Handler) rotateSecret(c *call) error {
+	name := c.r.PathValue("name")
+	c.resource = "principal:" + name
+	reg, err := h.principalsFor(c)
+	if err != nil {
+		return err
+	}
+	var req RotateSecretRequest
+	if err := decodeOptional(c, &req); err != nil {
+		return err
+	}
+	var grace time.Duration
+	if req.GraceSeconds != nil {
+		if *req.GraceSeconds < 0 || *req.GraceSeconds > int64(auth.MaxSecretGrace/time.Second) {
+			return floe.E(floe.Invalid, "principal", "grace_seconds must be 0 to %d", int64(auth.MaxSecretGrace/time.Second))
+		}
+		grace = time.Duration(*req.GraceSeconds) * time.Second
+	}
+	c.note("grace_seconds", int64(grace/time.Second))
+	p, secret, err := reg.RotateSecret(c.ctx, name, grace)
+	if err != nil {
+		return err
+	}
+	c.note("client_id", p.ClientID, "principal_id", p.ID)
+	c.w.Header().Set("Cache-Control", "no-store")
+	return reply(c, http.StatusOK, NewPrincipal{Principal: principalJSON(p), ClientSecret: secret})
+}
+
+// revokeTokens refuses every token issued to a principal until now, with
+// what was derived from them; administrators, and a principal for itself.
+func (h *Handler) revokeTokens(c *call) error {
+	name := c.r.PathValue("name")
+	c.resource = "principal:" + name
+	if c.sub.Principal != name {
+		if err := requireAdmin(c.sub, managingPrincipals); err != nil {
+			return err
+		}
+	}
+	if h.opts.Principals == nil {
+		return floe.E(floe.Unsupported, "principal", "this server does not manage principals")
+	}
+	nb, err := h.opts.Principals.RevokeTokens(c.ctx, name)
+	if err != nil {
+		return err
+	}
+	c.note("tokens_not_before", nb.UTC())
+	return reply(c, http.StatusOK, RevokedPrincipalTokens{Name: name, TokensNotBefore: nb.UTC()})
+}

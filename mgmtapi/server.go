@@ -89,6 +89,14 @@ type Principals interface {
 	// (empty: any address) and returns it in canonical form; Invalid for a
 	// bad entry, NotFound for an unknown principal.
 	SetPrincipalAllowedCIDRs(ctx context.Context, name string, cidrs []string) ([]string, error)
+	// RotateSecret gives a principal a new client secret and returns it
+	// with the principal; the old secret works for grace more (0: refused
+	// at once). Invalid for a bad grace, NotFound for an unknown principal.
+	RotateSecret(ctx context.Context, name string, grace time.Duration) (auth.Principal, string, error)
+	// RevokeTokens refuses every token issued to a principal until now, on
+	// every node, and returns the principal's new tokens-not-before; NotFound
+	// for an unknown principal.
+	RevokeTokens(ctx context.Context, name string) (time.Time, error)
 }
 
 // Options configures a Handler.
@@ -214,6 +222,8 @@ func (h *Handler) table() []route {
 		{"POST", p + "/principals/{name}/disable", "mgmt.principal.disable", h.disablePrincipal},
 		{"POST", p + "/principals/{name}/enable", "mgmt.principal.enable", h.enablePrincipal},
 		{"PUT", p + "/principals/{name}/allowed-cidrs", "mgmt.principal.allowed_cidrs", h.setAllowedCIDRs},
+		{"POST", p + "/principals/{name}/rotate-secret", "mgmt.principal.rotate_secret", h.rotateSecret},
+		{"POST", p + "/principals/{name}/revoke-tokens", "mgmt.principal.revoke_tokens", h.revokeTokens},
 		{"GET", p + "/roles", "", h.listRoles},
 		{"POST", p + "/roles", "mgmt.role.create", h.createRole},
 		{"GET", p + "/roles/{role}", "", h.getRole},

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
+	"time"
 
 	"github.com/floe-lake/floe/audit"
 	"github.com/floe-lake/floe/auth"
@@ -86,6 +87,14 @@ func (p principalAdmin) SetPrincipalDisabled(ctx context.Context, name string, d
 
 func (p principalAdmin) SetPrincipalAllowedCIDRs(ctx context.Context, name string, cidrs []string) ([]string, error) {
 	return p.auth.SetAllowedCIDRs(ctx, name, cidrs)
+}
+
+func (p principalAdmin) RotateSecret(ctx context.Context, name string, grace time.Duration) (auth.Principal, string, error) {
+	return p.auth.RotateSecret(ctx, name, grace)
+}
+
+func (p principalAdmin) RevokeTokens(ctx context.Context, name string) (time.Time, error) {
+	return p.auth.RevokeTokens(ctx, name)
 }
 
 // auditReader reads the audit log for the management API.
