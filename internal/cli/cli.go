@@ -405,6 +405,7 @@ func principalCmd(stdout, stderr io.Writer, getenv func(string) string) *cobra.C
 	cmd.AddCommand(create, list, setDisabled("disable", "Disable a principal: its tokens stop working at once", true),
 		setDisabled("enable", "Re-enable a disabled principal", false))
 	cmd.AddCommand(principalKeyCmds(stdout, open, getenv)...)
+	cmd.AddCommand(principalRotateCmds(stdout, open, getenv)...)
 	cmd.AddCommand(principalAllowCmd(stdout, open, getenv))
 	cmd.AddCommand(principalPasswordCmds(stdout, stderr, getenv)...)
 	return cmd
