@@ -266,7 +266,7 @@ export async function renderGrantee(kind, name) {
 
 // renderPrincipals is the Principals page: principals (create, with the
 // secret shown once; disable and enable, which cuts off every token of the
-// principal), roles (create, drop, add and remove members).
+// principal; rotate the secret, shown once, and revoke all its tokens), roles (create, drop, add and remove members).
 export async function renderPrincipals() {
   if (!(state.who && state.who.admin)) {
     show(el('h1', {}, 'Principals and roles'), el('p', { class: 'muted', id: 'principals-admin-only' }, 'Principals and roles are managed by administrators; you are not one.'),
@@ -276,6 +276,26 @@ export async function renderPrincipals() {
   const plist = el('div', { id: 'principal-list' }, el('p', { class: 'muted' }, 'Loading…'));
   const rlist = el('div', { id: 'role-list' }, el('p', { class: 'muted' }, 'Loading…'));
   const once = el('div', { id: 'secret-once' });
+  // showOnce shows a new client secret (of a created principal or a
+  // rotation) this once, with copy and download; it is kept nowhere else.
+  const showOnce = (p, heading, note) => {
+    const cred = `client_id=${p.client_id}\nclient_secret=${p.client_secret}\n`;
+    once.replaceChildren(el('section', { class: 'once', 'aria-label': 'New credential' },
+      el('h2', {}, heading),
+      el('p', {}, 'The secret is not stored in clear and cannot be shown again. Copy or download it now and hand it over securely.'),
+      note ? el('p', { id: 'secret-note' }, note) : null,
+      el('p', {}, 'Client id ', el('code', { id: 'new-client-id' }, p.client_id)),
+      el('p', {}, 'Client secret ', el('code', { id: 'new-secret' }, p.client_secret)),
+      el('button', { type: 'button', id: 'copy-secret', onclick: async () => {
+        try { await navigator.clipboard.writeText(p.client_secret); status('Secret copied'); } catch { status('Copy is not allowed here; select the secret instead'); }
+      } }, 'Copy secret'), ' ',
+      el('button', { type: 'button', id: 'download-secret', onclick: () => download(`${p.name}.credential`, new Blob([cred], { type: 'text/plain' })) }, 'Download'), ' ',
+      el('button', { type: 'button', class: 'secondary', onclick: () => once.replaceChildren() }, 'Done')));
+  };
+  // How long an old secret keeps working after "Rotate secret".
+  const rgrace = el('select', { id: 'rotate-grace' },
+    el('option', { value: '0' }, 'not at all (refused at once)'), el('option', { value: '3600' }, '1 hour'),
+    el('option', { value: '86400' }, '1 day'), el('option', { value: '604800' }, '7 days'));
   const pname = el('input', { id: 'principal-name', required: true });
   const padmin = el('input', { id: 'principal-admin', type: 'checkbox' });
   const pscopes = el('input', { id: 'principal-scopes', value: 'catalog', placeholder: 'catalog or catalog:read' });
@@ -326,7 +346,7 @@ export async function renderPrincipals() {
       el('td', {}, el('code', {}, p.client_id)), p.admin ? 'yes' : '', (p.scopes || []).join(' '), (p.allowed_cidrs || []).join(', ') || 'any',
       el('td', { class: p.disabled ? 'error' : '' }, p.disabled ? 'disabled' : 'active'),
       (rolesOf[p.name] || []).join(', '), p.created_at ? fmtTime(Date.parse(p.created_at)) : '',
-      p.name === state.who.principal ? el('td', { class: 'muted' }, 'you') : el('td', {}, el('button', {
+      p.name === state.who.principal ? el('td', { class: 'muted' }, 'you') : el('td', { class: 'actions' }, el('button', {
         type: 'button', class: 'secondary', 'aria-label': `${p.disabled ? 'Enable' : 'Disable'} principal ${p.name}`,
         onclick: async () => {
           if (!p.disabled && !window.confirm(`Disable ${p.name}? Every token it holds stops working at once on every node, with the storage credentials and SQL sessions opened under them.`)) return;
@@ -334,7 +354,28 @@ export async function renderPrincipals() {
             await api('POST', `/api/v1/principals/${encodeURIComponent(p.name)}/${p.disabled ? 'enable' : 'disable'}`);
             status(`${p.disabled ? 'Enabled' : 'Disabled'} ${p.name}`); draw();
           } catch (e) { status(e.message); }
-        } }, p.disabled ? 'Enable' : 'Disable')),
+        } }, p.disabled ? 'Enable' : 'Disable'), ' ',
+      el('button', {
+        type: 'button', class: 'secondary', 'aria-label': `Rotate secret of principal ${p.name}`,
+        onclick: async () => {
+          const grace = Number(rgrace.value);
+          const old = grace ? `keeps working for ${rgrace.selectedOptions[0].textContent}` : 'stops working at once';
+          if (!window.confirm(`Rotate the secret of ${p.name}? The old secret ${old}; tokens already issued stay valid until they expire or you revoke them.`)) return;
+          try {
+            const r = await api('POST', `/api/v1/principals/${encodeURIComponent(p.name)}/rotate-secret`, { grace_seconds: grace });
+            showOnce(r, `New secret of ${r.name} — shown once`, `The old secret ${old}.`);
+            status(`Rotated the secret of ${p.name}`);
+          } catch (e) { status(e.message); }
+        } }, 'Rotate secret'), ' ',
+      el('button', {
+        type: 'button', class: 'secondary', 'aria-label': `Revoke all tokens of principal ${p.name}`,
+        onclick: async () => {
+          if (!window.confirm(`Revoke every token of ${p.name}? Every token issued to it until now is refused at once on every node, with the storage credentials and SQL sessions opened under them; it can get new tokens with its secret.`)) return;
+          try {
+            await api('POST', `/api/v1/principals/${encodeURIComponent(p.name)}/revoke-tokens`);
+            status(`Revoked every token of ${p.name}`);
+          } catch (e) { status(e.message); }
+        } }, 'Revoke all tokens')),
     ]), { label: 'Principals', class: 'principals' }));
     rlist.replaceChildren(roles.length ? table(['Role', 'Description', 'Members', ''], roles.map((r) => [
       el('td', {}, el('a', { href: `#/grants/role/${encodeURIComponent(r.name)}`, 'aria-label': `Grants to role ${r.name}` }, r.name)), r.description || '',
@@ -364,18 +405,7 @@ export async function renderPrincipals() {
       if (list(pscopes.value).length) body.scopes = list(pscopes.value);
       if (list(pcidrs.value).length) body.allowed_cidrs = list(pcidrs.value);
       const p = await api('POST', '/api/v1/principals', body);
-      const cred = `client_id=${p.client_id}\nclient_secret=${p.client_secret}\n`;
-      const secret = el('code', { id: 'new-secret' }, p.client_secret);
-      once.replaceChildren(el('section', { class: 'once', 'aria-label': 'New credential' },
-        el('h2', {}, `Credential of ${p.name} — shown once`),
-        el('p', {}, 'The secret is not stored in clear and cannot be shown again. Copy or download it now and hand it over securely.'),
-        el('p', {}, 'Client id ', el('code', { id: 'new-client-id' }, p.client_id)),
-        el('p', {}, 'Client secret ', secret),
-        el('button', { type: 'button', id: 'copy-secret', onclick: async () => {
-          try { await navigator.clipboard.writeText(p.client_secret); status('Secret copied'); } catch { status('Copy is not allowed here; select the secret instead'); }
-        } }, 'Copy secret'), ' ',
-        el('button', { type: 'button', id: 'download-secret', onclick: () => download(`${p.name}.credential`, new Blob([cred], { type: 'text/plain' })) }, 'Download'), ' ',
-        el('button', { type: 'button', class: 'secondary', onclick: () => once.replaceChildren() }, 'Done')));
+      showOnce(p, `Credential of ${p.name} — shown once`, '');
       pname.value = ''; padmin.checked = false; pscopes.value = 'catalog'; pcidrs.value = '';
       status(`Created principal ${p.name}`); draw();
     } catch (e) { placeError(e, [[/scope/i, pscopes, serr], [/cidr|network|address|prefix/i, pcidrs, cerr], [/./, pname, perr]], perr); }
@@ -402,9 +432,12 @@ export async function renderPrincipals() {
     } catch (e) { merr.textContent = e.message; }
   });
   show(el('h1', {}, 'Principals and roles'),
-    el('h2', {}, 'Principals'), pform, once, plist,
+    el('h2', {}, 'Principals'), pform, once,
+    el('div', { class: 'inline' }, el('label', { for: 'rotate-grace' }, 'After "Rotate secret", the old secret keeps working ', rgrace)),
+    plist,
     el('h3', {}, 'Network allowlist'), el('p', { class: 'muted' }, 'From the next request on, the principal\'s tokens, new tokens and SQL logins are refused from other addresses. Scopes are set when a principal is created.'), eform,
     el('p', { class: 'muted' }, 'Disabling a principal revokes its access at once: every token it holds is refused on every node, with the storage credentials and SQL sessions opened under them; enabling it again lets it sign in anew.'),
+    el('p', { class: 'muted' }, 'Rotating a secret replaces a leaked or aging one without disabling the principal; "Revoke all tokens" refuses every token issued to it until now, on every node. To stop a leaked secret completely, rotate it and then revoke the tokens.'),
     el('h2', {}, 'Roles'), rform, mform, rlist);
   draw();
 }
