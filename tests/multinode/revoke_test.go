@@ -22,7 +22,7 @@ import (
 // TestNodes_RevocationReachesOtherNodes: a credential vended by node A and
 // used on node B's S3 endpoint (signed and presigned) is refused by node B
 // within one second of a revocation made on node A: token revoked, grant
-// revoked, principal disabled.
+// revoked, principal disabled, all the principal's tokens revoked.
 func TestNodes_RevocationReachesOtherNodes(t *testing.T) {
 	ns := nodes(t, 2)
 	a, b := ns[0], ns[1]
@@ -55,6 +55,11 @@ func TestNodes_RevocationReachesOtherNodes(t *testing.T) {
 				t.Fatalf("disable on node A: %d %s", r.Status, r.Body)
 			}
 		}, "credential revoked: principal disabled"},
+		{"principal's tokens revoked", func(t *testing.T, principal, _, _, _, _ string) {
+			if r := a.Do(t, "POST", "/api/v1/principals/"+principal+"/revoke-tokens", nil); r.Status != 200 {
+				t.Fatalf("revoke-tokens on node A: %d %s", r.Status, r.Body)
+			}
+		}, "credential revoked: the principal's tokens were revoked"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
