@@ -70,6 +70,10 @@ type Planning struct {
 	// answers it and its plan tasks (see planid.go). Nil: plan ids are
 	// known only to the node that issued them.
 	Signer PlanSigner
+	// Cancels, if set, shares cancelled plans among the nodes: a plan
+	// cancelled on one is cancelled on all within a revocation refresh.
+	// Nil: a cancel holds on the node that took it.
+	Cancels PlanCancels
 }
 
 // planner holds the plan caches of a Handler.
@@ -173,6 +177,7 @@ type planHandle struct {
 	req       planRequest
 	async     bool      // planned in the background (planLarge), and so again
 	expires   time.Time // of a signed plan id (zero: the TTL from now)
+	epoch     int64     // revocation version at issue (PlanCancels)
 }
 
 func (hd planHandle) size() int64 {
@@ -297,7 +302,7 @@ func (h *Handler) planTableScan(w http.ResponseWriter, r *http.Request) error {
 	if req.SnapshotID == nil && req.EndSnapshotID == nil && key.snapshot != 0 {
 		req.SnapshotID = &key.snapshot // later pages plan the same snapshot
 	}
-	hd := planHandle{key: key, principal: planPrincipal(r), table: key.table, req: req}
+	hd := planHandle{key: key, principal: planPrincipal(r), table: key.table, req: req, epoch: h.plans.epoch()}
 	planID, err := h.plans.issuePlanID(r.Context(), hd, h.plans.now().Add(h.plans.cfg.TTL))
 	if err != nil {
 		return floe.Wrap(floe.Internal, err, "cannot issue a plan id")
@@ -611,6 +616,11 @@ func (h *Handler) handle(r *http.Request, st *catalog.TableState, planID, what s
 		}
 		return hd, floe.E(floe.NotFound, what, "plan %s does not exist or has expired: plan the scan again", shortPlanID(planID))
 	}
+	if h.plans.cancelledElsewhere(planID, hd.epoch) {
+		h.plans.handles.Remove(planID)
+		h.plans.cancelled.Add(planID, struct{}{}, int64(len(planID))+64)
+		return h.handle(r, st, planID, what) // answered as cancelled
+	}
 	return hd, nil
 }
 
@@ -623,6 +633,11 @@ func (h *Handler) fetchPlanningResult(w http.ResponseWriter, r *http.Request) er
 	}
 	planID := r.PathValue("planid")
 	if job, ok := h.plans.async.job(planID); ok {
+		if h.plans.cancelledElsewhere(planID, job.epoch) {
+			h.plans.cancelJob(job)
+			h.plans.handles.Remove(planID)
+			h.plans.cancelled.Add(planID, struct{}{}, int64(len(planID))+64)
+		}
 		if job.key.policy != pol.key() { // asynchronous plans are whole-table plans
 			return floe.E(floe.NotFound, "plan-id", "the caller's access to table %s has changed since the plan: plan the scan again", id)
 		}
@@ -632,7 +647,7 @@ func (h *Handler) fetchPlanningResult(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	if hd.key.policy != pol.key() {
+	if !samePolicy(&hd, pol) {
 		return floe.E(floe.NotFound, "plan-id", "the caller's access to table %s has changed since the plan: plan the scan again", id)
 	}
 	if hd.async {
@@ -659,7 +674,11 @@ func (h *Handler) cancelPlanning(w http.ResponseWriter, r *http.Request) error {
 	if job, ok := h.plans.async.job(planID); ok {
 		return h.cancelAsync(w, r, st, job)
 	}
-	if _, err := h.handle(r, st, planID, "plan-id"); err != nil {
+	hd, err := h.handle(r, st, planID, "plan-id")
+	if err != nil {
+		return err
+	}
+	if err := h.plans.shareCancel(r.Context(), planID, hd.expires); err != nil {
 		return err
 	}
 	h.plans.handles.Remove(planID)
@@ -721,7 +740,7 @@ func (h *Handler) fetchScanTasks(w http.ResponseWriter, r *http.Request) error {
 // snapshot is gone, or planned under another row policy than the
 // caller's now, is NotFound (entity what).
 func (h *Handler) result(ctx context.Context, st *catalog.TableState, id catalog.Ident, hd planHandle, planID, what string, pol *planPolicy) (*planResult, error) {
-	if hd.key.policy != pol.key() {
+	if !samePolicy(&hd, pol) {
 		return nil, floe.E(floe.NotFound, what, "the caller's access to table %s has changed since the plan: plan the scan again", id)
 	}
 	if res, ok := h.plans.results.Get(hd.key); ok {

@@ -89,6 +89,7 @@ type asyncPlans struct {
 type planJob struct {
 	id, principal, table string
 	key                  planKey
+	epoch                int64 // revocation version at issue (PlanCancels)
 	expires              time.Time
 	cancel               context.CancelFunc
 	done                 chan struct{} // closed when the work has stopped
@@ -251,12 +252,12 @@ func (h *Handler) submitPlan(w http.ResponseWriter, r *http.Request, st *catalog
 		req.SnapshotID = &key.snapshot // plan tasks and restarts plan the same snapshot
 	}
 	expires := a.now().Add(a.ttl)
-	hd := planHandle{key: key, principal: planPrincipal(r), table: key.table, req: req, async: true, expires: expires}
+	hd := planHandle{key: key, principal: planPrincipal(r), table: key.table, req: req, async: true, expires: expires, epoch: h.plans.epoch()}
 	planID, err := h.plans.issuePlanID(r.Context(), hd, expires)
 	if err != nil {
 		return floe.Wrap(floe.Internal, err, "cannot issue a plan id")
 	}
-	j := &planJob{id: planID, principal: hd.principal, table: key.table, key: key, expires: expires,
+	j := &planJob{id: planID, principal: hd.principal, table: key.table, key: key, expires: expires, epoch: hd.epoch,
 		status: planSubmitted, cancel: func() {}}
 	if err := a.admit(j); err != nil {
 		return err
@@ -298,7 +299,8 @@ func (h *Handler) ensureJob(st *catalog.TableState, scan func(*table.Table) *sca
 	if exp.IsZero() {
 		exp = a.now().Add(a.ttl)
 	}
-	j := &planJob{id: planID, principal: hd.principal, table: hd.table, key: hd.key, expires: exp, status: planSubmitted, cancel: func() {}}
+	j := &planJob{id: planID, principal: hd.principal, table: hd.table, key: hd.key, expires: exp, epoch: hd.epoch,
+		status: planSubmitted, cancel: func() {}}
 	a.mu.Lock()
 	old, dup := a.jobs[planID]
 	a.mu.Unlock()
@@ -441,18 +443,12 @@ func (h *Handler) cancelAsync(w http.ResponseWriter, r *http.Request, st *catalo
 	if err := owns(r, st, j); err != nil {
 		return err
 	}
-	a := h.plans.async
-	a.mu.Lock()
-	wasCompleted := j.status == planCompleted
-	j.status, j.err = planCancelled, nil
-	cancel := j.cancel
-	a.mu.Unlock()
-	cancel()
+	if err := h.plans.shareCancel(r.Context(), j.id, j.expires); err != nil {
+		return err
+	}
+	h.plans.cancelJob(j)
 	h.plans.handles.Remove(j.id)
 	h.plans.cancelled.Add(j.id, struct{}{}, int64(len(j.id))+64)
-	if wasCompleted {
-		h.plans.results.Remove(j.key)
-	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -480,4 +476,19 @@ func (p *planResult) page(i int) ([]byte, error) {
 		return nil, floe.Wrap(floe.Internal, err, "cannot read the plan's page %d", i)
 	}
 	return b, nil
+}
+
+// cancelJob stops job j's work and drops its result; fetchPlanningResult
+// then answers "cancelled" until the plan id expires.
+func (p *planner) cancelJob(j *planJob) {
+	a := p.async
+	a.mu.Lock()
+	wasCompleted := j.status == planCompleted
+	j.status, j.err = planCancelled, nil
+	cancel := j.cancel
+	a.mu.Unlock()
+	cancel()
+	if wasCompleted {
+		p.results.Remove(j.key)
+	}
 }

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/floe-lake/floe"
 )
 
 // PlanSigner signs plan ids with a key every node sharing the metadata
@@ -40,6 +44,7 @@ type signedPlan struct {
 	Table     string      `json:"t"` // table uuid
 	Expires   int64       `json:"e"` // unix seconds
 	Async     bool        `json:"a,omitempty"`
+	Epoch     int64       `json:"v,omitempty"` // revocation version at issue (PlanCancels)
 	Key       wirePlanKey `json:"k"`
 	Req       planRequest `json:"r"`
 }
@@ -60,7 +65,31 @@ type wirePlanKey struct {
 
 func toWireKey(k planKey) wirePlanKey {
 	return wirePlanKey{Snapshot: k.snapshot, Start: k.start, Filter: k.filter, CaseSensitive: k.caseSensitive,
-		SnapshotSchema: k.snapshotSchema, Selected: k.selected, Stats: k.stats, Current: k.current, Policy: k.policy, PageSize: k.pageSize}
+		SnapshotSchema: k.snapshotSchema, Selected: k.selected, Stats: k.stats, Current: k.current, Policy: policyDigest(k.policy), PageSize: k.pageSize}
+}
+
+// policyDigest is a row policy as a signed plan id carries it: a plan id
+// is signed, not encrypted, and the caller may not know its policy.
+func policyDigest(canon string) string {
+	if canon == "" {
+		return ""
+	}
+	d := sha256.Sum256([]byte(canon))
+	return "h:" + hex.EncodeToString(d[:])
+}
+
+// samePolicy reports whether handle hd was planned under the caller's row
+// policy pol, and gives an opened plan id's handle the policy itself in
+// place of its digest.
+func samePolicy(hd *planHandle, pol *planPolicy) bool {
+	if hd.key.policy == pol.key() {
+		return true
+	}
+	if strings.HasPrefix(hd.key.policy, "h:") && hd.key.policy == policyDigest(pol.key()) {
+		hd.key.policy = pol.key()
+		return true
+	}
+	return false
 }
 
 func (w wirePlanKey) key(table string) planKey {
@@ -75,7 +104,7 @@ func (p *planner) issuePlanID(ctx context.Context, hd planHandle, expires time.T
 	if p.cfg.Signer == nil {
 		return newPlanID(), nil
 	}
-	sp := signedPlan{Nonce: newPlanID(), Principal: hd.principal, Table: hd.table, Expires: expires.Unix(), Async: hd.async,
+	sp := signedPlan{Nonce: newPlanID(), Principal: hd.principal, Table: hd.table, Expires: expires.Unix(), Async: hd.async, Epoch: hd.epoch,
 		Key: toWireKey(hd.key), Req: hd.req}
 	js, err := json.Marshal(sp)
 	if err != nil {
@@ -133,7 +162,7 @@ func (p *planner) openPlanID(ctx context.Context, planID string) (planHandle, bo
 	if !p.now().Before(exp) {
 		return planHandle{}, false
 	}
-	return planHandle{key: sp.Key.key(sp.Table), principal: sp.Principal, table: sp.Table, req: sp.Req, async: sp.Async, expires: exp}, true
+	return planHandle{key: sp.Key.key(sp.Table), principal: sp.Principal, table: sp.Table, req: sp.Req, async: sp.Async, expires: exp, epoch: sp.Epoch}, true
 }
 
 func (p *planner) now() time.Time {
@@ -149,4 +178,53 @@ func shortPlanID(id string) string {
 		return id[:32] + "..."
 	}
 	return id
+}
+
+// PlanCancels shares cancelled plans among the nodes (the revocation list
+// every node keeps current, see package revoke).
+type PlanCancels interface {
+	// CancelScanPlan records, for every node, that the plan whose id has
+	// digest subject is cancelled until expires.
+	CancelScanPlan(ctx context.Context, subject string, expires time.Time) error
+	// PlanCancelled reports whether the plan whose id has digest subject,
+	// issued at epoch, was cancelled on any node.
+	PlanCancelled(subject string, epoch int64) bool
+	// Epoch is the current revocation version, bound into each plan id.
+	Epoch() int64
+}
+
+// planDigest is a plan id's name in the shared cancels: short, and for a
+// signed id as unique as its nonce.
+func planDigest(planID string) string {
+	d := sha256.Sum256([]byte(planID))
+	return hex.EncodeToString(d[:16])
+}
+
+// epoch returns the revocation version to bind into a new plan id.
+func (p *planner) epoch() int64 {
+	if p.cfg.Cancels == nil {
+		return 0
+	}
+	return p.cfg.Cancels.Epoch()
+}
+
+// cancelledElsewhere reports whether plan id planID (of handle hd) was
+// cancelled on any node.
+func (p *planner) cancelledElsewhere(planID string, epoch int64) bool {
+	return p.cfg.Cancels != nil && p.cfg.Cancels.PlanCancelled(planDigest(planID), epoch)
+}
+
+// shareCancel records a cancel for every node; the plan id expires at
+// expires (zero: the TTL from now).
+func (p *planner) shareCancel(ctx context.Context, planID string, expires time.Time) error {
+	if p.cfg.Cancels == nil {
+		return nil
+	}
+	if expires.IsZero() {
+		expires = p.now().Add(p.cfg.TTL)
+	}
+	if err := p.cfg.Cancels.CancelScanPlan(ctx, planDigest(planID), expires); err != nil {
+		return floe.Wrap(floe.Unavailable, err, "cannot cancel the plan: retry")
+	}
+	return nil
 }

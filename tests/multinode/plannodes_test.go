@@ -1,9 +1,12 @@
 package multinode
 
 import (
+	"bytes"
+	"compress/flate"
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -254,5 +257,182 @@ func TestNodes_AsyncPlanOnAnyNode(t *testing.T) {
 	// C never saw the plan: it plans it on its pool for the plan task
 	if filesC := allFiles(t, c, alice, path, onA); !slices.Equal(filesA, filesC) {
 		t.Errorf("plan tasks on C: %v, want %v", filesC, filesA)
+	}
+}
+
+// eventually polls cond every 20 ms for up to 2 s (a cancel reaches the
+// other nodes with their revocation refresh, every 250 ms), well within
+// the plans' TTL.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		ok, got := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s: %s", what, got)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestNodes_PlanCancelAndExpiryOnAnyNode: a plan cancelled on node A is
+// cancelled on node B too, even where B already served it (sync: 404;
+// async: "cancelled", its work on B stopped); after the TTL a plan id is
+// 404 on every node.
+func TestNodes_PlanCancelAndExpiryOnAnyNode(t *testing.T) {
+	ns := planNodes(t, 2, func(s *app.ScanPlanningSettings) {
+		s.PageSize = 2
+		s.AsyncThresholdFiles = 5
+		s.TTL = 5 * time.Second
+	})
+	a, b := ns[0], ns[1]
+	small, big := planTable(t, a, "s", 4), planTable(t, a, "big", 9)
+	alice := reader(t, a, "alice", "s")
+	if _, err := a.App.Authz().Grant(context.Background(), authz.Grant{Grantee: authz.Principal("alice"), Privilege: authz.Select,
+		On: authz.Table(a.Warehouse, catalog.Ident{Namespace: catalog.Namespace{"pn"}, Name: "big"})}); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(path string) planAnswer {
+		t.Helper()
+		r := a.DoAs(t, alice, "POST", a.P(path+"/plan"), `{}`)
+		if r.Status != 200 {
+			t.Fatalf("plan on A: %d %s", r.Status, r.Body)
+		}
+		var p planAnswer
+		r.JSON(t, &p)
+		return p
+	}
+
+	// sync: B serves the plan, A cancels it, B refuses it
+	p := plan(small)
+	if p.Status != "completed" || len(p.PlanTasks) != 1 {
+		t.Fatalf("plan on A: %+v", p)
+	}
+	task := map[string]string{"plan-task": p.PlanTasks[0]}
+	if r := b.DoAs(t, alice, "POST", b.P(small+"/tasks"), task); r.Status != 200 {
+		t.Fatalf("plan task on B: %d %s", r.Status, r.Body)
+	}
+	if r := a.DoAs(t, alice, "DELETE", a.P(small+"/plan/"+p.PlanID), nil); r.Status != 204 {
+		t.Fatalf("cancel on A: %d %s", r.Status, r.Body)
+	}
+	eventually(t, "plan task on B after a cancel on A", func() (bool, string) {
+		r := b.DoAs(t, alice, "POST", b.P(small+"/tasks"), task)
+		return r.Status == 404 && strings.Contains(string(r.Body), "NoSuchPlanTaskException"), fmt.Sprintf("%d %s", r.Status, r.Body)
+	})
+	if r := b.DoAs(t, alice, "GET", b.P(small+"/plan/"+p.PlanID), nil); r.Status != 404 {
+		t.Errorf("plan result on B after a cancel on A: %d %s, want 404", r.Status, r.Body)
+	}
+
+	// async: B adopts the plan, A cancels it, B answers cancelled
+	q := plan(big)
+	if q.Status != "submitted" {
+		t.Fatalf("plan on A: %+v, want submitted", q)
+	}
+	if r := b.DoAs(t, alice, "GET", b.P(big+"/plan/"+q.PlanID), nil); r.Status != 200 {
+		t.Fatalf("plan result on B: %d %s", r.Status, r.Body)
+	}
+	if r := a.DoAs(t, alice, "DELETE", a.P(big+"/plan/"+q.PlanID), nil); r.Status != 204 {
+		t.Fatalf("cancel on A: %d %s", r.Status, r.Body)
+	}
+	for _, n := range ns {
+		eventually(t, "plan result after a cancel on A", func() (bool, string) {
+			r := n.DoAs(t, alice, "GET", n.P(big+"/plan/"+q.PlanID), nil)
+			var got planAnswer
+			if r.Status == 200 {
+				r.JSON(t, &got)
+			}
+			return r.Status == 200 && got.Status == "cancelled", fmt.Sprintf("%s: %d %s", n.URL, r.Status, r.Body)
+		})
+	}
+
+	// expiry: a fresh plan works on B, and is 404 on every node after the TTL
+	e := plan(small)
+	if r := b.DoAs(t, alice, "GET", b.P(small+"/plan/"+e.PlanID), nil); r.Status != 200 {
+		t.Fatalf("plan result on B: %d %s", r.Status, r.Body)
+	}
+	time.Sleep(5100 * time.Millisecond)
+	for _, n := range ns {
+		if r := n.DoAs(t, alice, "GET", n.P(small+"/plan/"+e.PlanID), nil); r.Status != 404 {
+			t.Errorf("plan result on %s after the TTL: %d %s, want 404", n.URL, r.Status, r.Body)
+		}
+		if r := n.DoAs(t, alice, "POST", n.P(small+"/tasks"), map[string]string{"plan-task": e.PlanTasks[0]}); r.Status != 404 {
+			t.Errorf("plan task on %s after the TTL: %d %s, want 404", n.URL, r.Status, r.Body)
+		}
+	}
+}
+
+// TestNodes_PolicyFilteredPlanTasksOnAnyNode: a policy-filtered plan made
+// on node A is paged on node B with the same (filtered) files, and its
+// plan id, signed but readable, does not hold the caller's row filter.
+func TestNodes_PolicyFilteredPlanTasksOnAnyNode(t *testing.T) {
+	ns := planNodes(t, 2, func(s *app.ScanPlanningSettings) { s.PageSize = 1 })
+	a, b := ns[0], ns[1]
+	ctx := context.Background()
+	cat := a.App.Catalog()
+	nsp := catalog.Namespace{"pn"}
+	if err := cat.CreateNamespace(ctx, a.Warehouse, nsp, nil); err != nil {
+		t.Fatal(err)
+	}
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "region", Type: iceberg.PrimitiveTypes.String})
+	spec := iceberg.NewPartitionSpec(iceberg.PartitionField{SourceIDs: []int{2}, FieldID: 1000, Name: "region", Transform: iceberg.IdentityTransform{}})
+	if _, err := cat.CreateTable(ctx, a.Warehouse, nsp, catalog.CreateTableRequest{Name: "p", Schema: sc, Spec: &spec}); err != nil {
+		t.Fatal(err)
+	}
+	id := catalog.Ident{Namespace: nsp, Name: "p"}
+	tbl, err := lake.New(cat, lake.NewBucketFS(a.App.Objects()), lake.Options{}).LoadTable(ctx, a.Warehouse, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := make([]iceberg.DataFile, 6)
+	for i := range files {
+		bld, err := iceberg.NewDataFileBuilder(tbl.Spec(), iceberg.EntryContentData, fmt.Sprintf("%s/data/f-%d.parquet", tbl.Location(), i),
+			iceberg.ParquetFile, map[int]any{1000: fmt.Sprintf("zone%d", i%2)}, nil, nil, 10, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[i] = bld.Build()
+	}
+	if _, err := lake.AppendFiles(ctx, tbl, files, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := a.NewPrincipal(t, "eu")
+	if _, err := a.App.Authz().Grant(ctx, authz.Grant{Grantee: authz.Principal("eu"), Privilege: authz.Select,
+		On: authz.Table(a.Warehouse, id), Filter: &authz.DataFilter{RowFilter: "region = 'zone1'"}}); err != nil {
+		t.Fatal(err)
+	}
+	tok := a.TokenFor(t, c.ClientID, c.Secret)
+	path := "/namespaces/pn/tables/p"
+	r := a.DoAs(t, tok, "POST", a.P(path+"/plan"), `{}`)
+	if r.Status != 200 {
+		t.Fatalf("plan on A: %d %s", r.Status, r.Body)
+	}
+	var p planAnswer
+	r.JSON(t, &p)
+	onA := allFiles(t, a, tok, path, p)
+	onB := allFiles(t, b, tok, path, p)
+	if len(onA) != 3 || !slices.Equal(onA, onB) {
+		t.Fatalf("filtered files on A %v, on B %v: want the same 3", onA, onB)
+	}
+	for _, f := range onB {
+		if !strings.Contains(f, "f-1.") && !strings.Contains(f, "f-3.") && !strings.Contains(f, "f-5.") {
+			t.Errorf("node B listed %s, outside the row filter", f)
+		}
+	}
+	parts := strings.Split(p.PlanID, ".")
+	z, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := io.ReadAll(flate.NewReader(bytes.NewReader(z)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(payload), `"t":"`) || strings.Contains(string(payload), "zone1") {
+		t.Errorf("plan id payload %s: want the plan's request without the row filter", payload)
 	}
 }
