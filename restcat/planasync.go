@@ -323,26 +323,34 @@ func (h *Handler) awaitAsync(ctx context.Context, st *catalog.TableState, scan f
 	if err != nil {
 		return nil, err
 	}
-	a.mu.Lock()
-	done := j.done
-	a.mu.Unlock()
-	if done != nil {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return nil, floe.Wrap(floe.Unavailable, ctx.Err(), "the plan is still running: retry the plan task")
+	for try := 0; ; try++ {
+		a.mu.Lock()
+		done := j.done
+		a.mu.Unlock()
+		if done != nil {
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return nil, floe.Wrap(floe.Unavailable, ctx.Err(), "the plan is still running: retry the plan task")
+			}
 		}
-	}
-	status, perr := a.state(j)
-	switch status {
-	case planFailed:
-		return nil, perr
-	case planCompleted:
-		if res, ok := h.plans.results.Get(hd.key); ok {
-			return res, nil
+		status, perr := a.state(j)
+		switch status {
+		case planFailed:
+			return nil, perr
+		case planCompleted:
+			if res, ok := h.plans.results.Get(hd.key); ok {
+				return res, nil
+			}
+			// Completed, and its result has left the cache since: plan it
+			// again, once.
+			if try == 0 && a.restart(j) {
+				h.start(j, st, scan)
+				continue
+			}
 		}
+		return nil, floe.E(floe.NotFound, what, "plan task does not exist or has expired: plan the scan again")
 	}
-	return nil, floe.E(floe.NotFound, what, "plan task does not exist or has expired: plan the scan again")
 }
 
 // start runs job j on the worker pool.
