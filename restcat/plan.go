@@ -65,6 +65,15 @@ type Planning struct {
 	// memory for planning (default DefaultManifestCacheBytes; negative:
 	// none). See manifestcache.go.
 	ManifestCacheBytes int64
+	// Signer, if set, signs plan ids with a key all nodes share: a plan id
+	// then carries its request, principal, table and expiry, and any node
+	// answers it and its plan tasks (see planid.go). Nil: plan ids are
+	// known only to the node that issued them.
+	Signer PlanSigner
+	// Cancels, if set, shares cancelled plans among the nodes: a plan
+	// cancelled on one is cancelled on all within a revocation refresh.
+	// Nil: a cancel holds on the node that took it.
+	Cancels PlanCancels
 }
 
 // planner holds the plan caches of a Handler.
@@ -84,6 +93,9 @@ type planner struct {
 	signable *boundedLRU[string, *signSet]
 	// async runs the plans of large tables in the background.
 	async *asyncPlans
+	// cancelled are the plan ids cancelled on this node: a signed plan id
+	// would otherwise describe its plan again.
+	cancelled *boundedLRU[string, struct{}]
 }
 
 func newPlanner(p Planning, vendTTL time.Duration) *planner {
@@ -109,10 +121,11 @@ func newPlanner(p Planning, vendTTL time.Duration) *planner {
 		p.FS = newManifestCache(p.FS, p.ManifestCacheBytes, p.Now)
 	}
 	return &planner{cfg: p,
-		results:  newBoundedLRU[planKey, *planResult](p.CacheEntries, p.CacheBytes, p.TTL, p.Now),
-		handles:  newBoundedLRU[string, planHandle](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now),
-		signable: newBoundedLRU[string, *signSet](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now),
-		async:    newAsyncPlans(p.Async, p.TTL, p.Now)}
+		results:   newBoundedLRU[planKey, *planResult](p.CacheEntries, p.CacheBytes, p.TTL, p.Now),
+		handles:   newBoundedLRU[string, planHandle](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now),
+		signable:  newBoundedLRU[string, *signSet](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now),
+		async:     newAsyncPlans(p.Async, p.TTL, p.Now),
+		cancelled: newBoundedLRU[string, struct{}](maxPlanHandles, maxPlanHandleBytes, p.TTL, p.Now)}
 }
 
 // planKey is what a plan's result depends on.
@@ -125,6 +138,7 @@ type planKey struct {
 	selected, stats string // comma-joined field names and ids
 	current         bool   // snapshot is the table's current one
 	policy          string // the caller's row policy (planPolicy.key), "" for whole-table readers
+	pageSize        int    // file scan tasks per page: nodes planning again page alike
 }
 
 // planResult is an encoded plan: its pages, each the members of a ScanTasks
@@ -161,6 +175,9 @@ type planHandle struct {
 	principal string
 	table     string // table uuid
 	req       planRequest
+	async     bool      // planned in the background (planLarge), and so again
+	expires   time.Time // of a signed plan id (zero: the TTL from now)
+	epoch     int64     // revocation version at issue (PlanCancels)
 }
 
 func (hd planHandle) size() int64 {
@@ -282,11 +299,14 @@ func (h *Handler) planTableScan(w http.ResponseWriter, r *http.Request) error {
 		}
 		h.plans.results.Add(key, res, res.size())
 	}
-	planID := newPlanID()
 	if req.SnapshotID == nil && req.EndSnapshotID == nil && key.snapshot != 0 {
 		req.SnapshotID = &key.snapshot // later pages plan the same snapshot
 	}
-	hd := planHandle{key: key, principal: planPrincipal(r), table: key.table, req: req}
+	hd := planHandle{key: key, principal: planPrincipal(r), table: key.table, req: req, epoch: h.plans.epoch()}
+	planID, err := h.plans.issuePlanID(r.Context(), hd, h.plans.now().Add(h.plans.cfg.TTL))
+	if err != nil {
+		return floe.Wrap(floe.Internal, err, "cannot issue a plan id")
+	}
 	h.plans.handles.Add(planID, hd, hd.size())
 	detail := map[string]any{"plan_id": planID, "snapshot_id": res.snapshot, "data_files": res.dataFiles,
 		"delete_files": res.deleteFile, "pages": len(res.pages)}
@@ -305,7 +325,7 @@ func (h *Handler) planTableScan(w http.ResponseWriter, r *http.Request) error {
 func (h *Handler) scanOf(st *catalog.TableState, id catalog.Ident, req planRequest) (planKey, func(*table.Table) *scanPlan, error) {
 	md := st.Metadata
 	key := planKey{table: md.TableUUID().String(), start: -1, caseSensitive: req.CaseSensitive == nil || *req.CaseSensitive,
-		snapshotSchema: req.UseSnapshotSchema}
+		snapshotSchema: req.UseSnapshotSchema, pageSize: h.plans.cfg.PageSize}
 	incremental := req.StartSnapshotID != nil || req.EndSnapshotID != nil
 	if incremental && req.SnapshotID != nil {
 		return key, nil, floe.E(floe.Invalid, "", "snapshot-id cannot be combined with start-snapshot-id or end-snapshot-id")
@@ -483,7 +503,10 @@ func (h *Handler) plan(ctx context.Context, st *catalog.TableState, key planKey,
 		res.files = policyFiles(tasks)
 	}
 	deletes := map[string]bool{}
-	size := h.plans.cfg.PageSize
+	size := key.pageSize
+	if size <= 0 {
+		size = h.plans.cfg.PageSize
+	}
 	for i := 0; i < len(tasks) || i == 0; i += size {
 		chunk := tasks[i:min(i+size, len(tasks))]
 		pg, err := enc.page(chunk)
@@ -572,12 +595,31 @@ func (h *Handler) planCredentials(r *http.Request, id catalog.Ident, st *catalog
 // NotFound error of entity what ("plan-id" or "plan-task"): a plan id of
 // another principal or table does not exist for the caller.
 func (h *Handler) handle(r *http.Request, st *catalog.TableState, planID, what string) (planHandle, error) {
+	if _, gone := h.plans.cancelled.Get(planID); gone {
+		if what == "plan-task" {
+			return planHandle{}, floe.E(floe.NotFound, what, "plan task does not exist: its plan was cancelled; plan the scan again")
+		}
+		return planHandle{}, floe.E(floe.NotFound, what, "plan %s does not exist: it was cancelled; plan the scan again", shortPlanID(planID))
+	}
 	hd, ok := h.plans.handles.Get(planID)
-	if !ok || hd.principal != planPrincipal(r) || hd.table != st.Metadata.TableUUID().String() {
+	if !ok {
+		// Another node's plan id (or this node's, evicted): it carries
+		// its request, signed with a key all nodes share.
+		if hd, ok = h.plans.openPlanID(r.Context(), planID); ok && hd.principal == planPrincipal(r) {
+			h.plans.handles.Add(planID, hd, hd.size())
+		}
+	}
+	expired := !hd.expires.IsZero() && !h.plans.now().Before(hd.expires)
+	if !ok || expired || hd.principal != planPrincipal(r) || hd.table != st.Metadata.TableUUID().String() {
 		if what == "plan-task" {
 			return hd, floe.E(floe.NotFound, what, "plan task does not exist or has expired: plan the scan again")
 		}
-		return hd, floe.E(floe.NotFound, what, "plan %s does not exist or has expired: plan the scan again", planID)
+		return hd, floe.E(floe.NotFound, what, "plan %s does not exist or has expired: plan the scan again", shortPlanID(planID))
+	}
+	if h.plans.cancelledElsewhere(planID, hd.epoch) {
+		h.plans.handles.Remove(planID)
+		h.plans.cancelled.Add(planID, struct{}{}, int64(len(planID))+64)
+		return h.handle(r, st, planID, what) // answered as cancelled
 	}
 	return hd, nil
 }
@@ -591,6 +633,11 @@ func (h *Handler) fetchPlanningResult(w http.ResponseWriter, r *http.Request) er
 	}
 	planID := r.PathValue("planid")
 	if job, ok := h.plans.async.job(planID); ok {
+		if h.plans.cancelledElsewhere(planID, job.epoch) {
+			h.plans.cancelJob(job)
+			h.plans.handles.Remove(planID)
+			h.plans.cancelled.Add(planID, struct{}{}, int64(len(planID))+64)
+		}
 		if job.key.policy != pol.key() { // asynchronous plans are whole-table plans
 			return floe.E(floe.NotFound, "plan-id", "the caller's access to table %s has changed since the plan: plan the scan again", id)
 		}
@@ -600,7 +647,16 @@ func (h *Handler) fetchPlanningResult(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	res, err := h.result(r.Context(), st, id, hd, "plan-id", pol)
+	if !samePolicy(&hd, pol) {
+		return floe.E(floe.NotFound, "plan-id", "the caller's access to table %s has changed since the plan: plan the scan again", id)
+	}
+	if hd.async {
+		// Another node's background plan: plan it here, in the background.
+		if _, ok := h.plans.results.Get(hd.key); !ok {
+			return h.adoptAsync(w, r, wh, id, st, write, hd, planID)
+		}
+	}
+	res, err := h.result(r.Context(), st, id, hd, planID, "plan-id", pol)
 	if err != nil {
 		return err
 	}
@@ -618,10 +674,15 @@ func (h *Handler) cancelPlanning(w http.ResponseWriter, r *http.Request) error {
 	if job, ok := h.plans.async.job(planID); ok {
 		return h.cancelAsync(w, r, st, job)
 	}
-	if _, err := h.handle(r, st, planID, "plan-id"); err != nil {
+	hd, err := h.handle(r, st, planID, "plan-id")
+	if err != nil {
+		return err
+	}
+	if err := h.plans.shareCancel(r.Context(), planID, hd.expires); err != nil {
 		return err
 	}
 	h.plans.handles.Remove(planID)
+	h.plans.cancelled.Add(planID, struct{}{}, int64(len(planID))+64)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -658,7 +719,7 @@ func (h *Handler) fetchScanTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.result(r.Context(), st, id, hd, "plan-task", pol)
+	res, err := h.result(r.Context(), st, id, hd, planID, "plan-task", pol)
 	if err != nil {
 		return err
 	}
@@ -678,19 +739,25 @@ func (h *Handler) fetchScanTasks(w http.ResponseWriter, r *http.Request) error {
 // files) when it has been evicted or was too large to keep. A plan whose
 // snapshot is gone, or planned under another row policy than the
 // caller's now, is NotFound (entity what).
-func (h *Handler) result(ctx context.Context, st *catalog.TableState, id catalog.Ident, hd planHandle, what string, pol *planPolicy) (*planResult, error) {
-	if hd.key.policy != pol.key() {
+func (h *Handler) result(ctx context.Context, st *catalog.TableState, id catalog.Ident, hd planHandle, planID, what string, pol *planPolicy) (*planResult, error) {
+	if !samePolicy(&hd, pol) {
 		return nil, floe.E(floe.NotFound, what, "the caller's access to table %s has changed since the plan: plan the scan again", id)
 	}
 	if res, ok := h.plans.results.Get(hd.key); ok {
 		return res, nil
 	}
 	key, scan, err := h.scanOf(st, id, hd.req)
+	key.pageSize = hd.key.pageSize // the node that issued the plan id paged it
 	same := key
 	same.current = hd.key.current // the snapshot may no longer be the current one: the files are the same
 	same.policy = pol.key()
 	if err != nil || same != hd.key {
 		return nil, floe.E(floe.NotFound, what, "the plan's snapshot is no longer in table %s: plan the scan again", id)
+	}
+	if hd.async {
+		// A background plan is paged by batches (planLarge): its plan tasks
+		// are served by planning it again so, on this node's pool.
+		return h.awaitAsync(ctx, st, scan, hd, planID, what)
 	}
 	res, err := h.plan(ctx, st, key, scan, pol)
 	if err != nil {

@@ -89,6 +89,7 @@ type asyncPlans struct {
 type planJob struct {
 	id, principal, table string
 	key                  planKey
+	epoch                int64 // revocation version at issue (PlanCancels)
 	expires              time.Time
 	cancel               context.CancelFunc
 	done                 chan struct{} // closed when the work has stopped
@@ -247,21 +248,109 @@ func (a *asyncPlans) restart(j *planJob) bool {
 func (h *Handler) submitPlan(w http.ResponseWriter, r *http.Request, st *catalog.TableState, key planKey,
 	scan func(*table.Table) *scanPlan, req planRequest) error {
 	a := h.plans.async
-	planID := newPlanID()
-	j := &planJob{id: planID, principal: planPrincipal(r), table: key.table, key: key, expires: a.now().Add(a.ttl),
+	if req.SnapshotID == nil && req.EndSnapshotID == nil && key.snapshot != 0 {
+		req.SnapshotID = &key.snapshot // plan tasks and restarts plan the same snapshot
+	}
+	expires := a.now().Add(a.ttl)
+	hd := planHandle{key: key, principal: planPrincipal(r), table: key.table, req: req, async: true, expires: expires, epoch: h.plans.epoch()}
+	planID, err := h.plans.issuePlanID(r.Context(), hd, expires)
+	if err != nil {
+		return floe.Wrap(floe.Internal, err, "cannot issue a plan id")
+	}
+	j := &planJob{id: planID, principal: hd.principal, table: key.table, key: key, expires: expires, epoch: hd.epoch,
 		status: planSubmitted, cancel: func() {}}
 	if err := a.admit(j); err != nil {
 		return err
 	}
-	if req.SnapshotID == nil && req.EndSnapshotID == nil && key.snapshot != 0 {
-		req.SnapshotID = &key.snapshot // plan tasks and restarts plan the same snapshot
-	}
-	hd := planHandle{key: key, principal: j.principal, table: key.table, req: req}
 	h.plans.handles.Add(planID, hd, hd.size())
 	h.start(j, st, scan)
 	h.auditPlan(r, map[string]any{"plan_id": planID, "snapshot_id": key.snapshot, "status": planSubmitted})
 	writeJSON(w, http.StatusOK, map[string]string{"status": planSubmitted, "plan-id": planID})
 	return nil
+}
+
+// adoptAsync answers fetchPlanningResult of a background plan another node
+// issued and this node holds no result of: it plans it here, in the
+// background and within this node's bounds, and answers its status.
+func (h *Handler) adoptAsync(w http.ResponseWriter, r *http.Request, wh string, id catalog.Ident, st *catalog.TableState,
+	write bool, hd planHandle, planID string) error {
+	key, scan, err := h.scanOf(st, id, hd.req)
+	key.pageSize = hd.key.pageSize
+	same := key
+	same.current, same.policy = hd.key.current, hd.key.policy
+	if err != nil || same != hd.key {
+		return floe.E(floe.NotFound, "plan-id", "the plan's snapshot is no longer in table %s: plan the scan again", id)
+	}
+	j, err := h.ensureJob(st, scan, hd, planID)
+	if err != nil {
+		return err
+	}
+	return h.fetchAsync(w, r, wh, id, st, write, j)
+}
+
+// ensureJob returns this node's background job of plan id planID, starting
+// it (within the bounds of admit) if there is none.
+func (h *Handler) ensureJob(st *catalog.TableState, scan func(*table.Table) *scanPlan, hd planHandle, planID string) (*planJob, error) {
+	a := h.plans.async
+	if j, ok := a.job(planID); ok {
+		return j, nil
+	}
+	exp := hd.expires
+	if exp.IsZero() {
+		exp = a.now().Add(a.ttl)
+	}
+	j := &planJob{id: planID, principal: hd.principal, table: hd.table, key: hd.key, expires: exp, epoch: hd.epoch,
+		status: planSubmitted, cancel: func() {}}
+	a.mu.Lock()
+	old, dup := a.jobs[planID]
+	a.mu.Unlock()
+	if dup { // adopted by a concurrent request
+		return old, nil
+	}
+	if err := a.admit(j); err != nil {
+		return nil, err
+	}
+	h.start(j, st, scan)
+	return j, nil
+}
+
+// awaitAsync returns the result of background plan hd, planning it on
+// this node's pool if it is not there, and waiting for it (plan tasks have
+// no "submitted" answer). A cancelled plan is NotFound (entity what).
+func (h *Handler) awaitAsync(ctx context.Context, st *catalog.TableState, scan func(*table.Table) *scanPlan, hd planHandle, planID, what string) (*planResult, error) {
+	a := h.plans.async
+	j, err := h.ensureJob(st, scan, hd, planID)
+	if err != nil {
+		return nil, err
+	}
+	for try := 0; ; try++ {
+		a.mu.Lock()
+		done := j.done
+		a.mu.Unlock()
+		if done != nil {
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return nil, floe.Wrap(floe.Unavailable, ctx.Err(), "the plan is still running: retry the plan task")
+			}
+		}
+		status, perr := a.state(j)
+		switch status {
+		case planFailed:
+			return nil, perr
+		case planCompleted:
+			if res, ok := h.plans.results.Get(hd.key); ok {
+				return res, nil
+			}
+			// Completed, and its result has left the cache since: plan it
+			// again, once.
+			if try == 0 && a.restart(j) {
+				h.start(j, st, scan)
+				continue
+			}
+		}
+		return nil, floe.E(floe.NotFound, what, "plan task does not exist or has expired: plan the scan again")
+	}
 }
 
 // start runs job j on the worker pool.
@@ -310,7 +399,7 @@ func (h *Handler) start(j *planJob, st *catalog.TableState, scan func(*table.Tab
 // request's table; any other caller is told the plan id does not exist.
 func owns(r *http.Request, st *catalog.TableState, j *planJob) error {
 	if j.principal != planPrincipal(r) || j.table != st.Metadata.TableUUID().String() {
-		return floe.E(floe.NotFound, "plan-id", "plan %s does not exist or has expired: plan the scan again", j.id)
+		return floe.E(floe.NotFound, "plan-id", "plan %s does not exist or has expired: plan the scan again", shortPlanID(j.id))
 	}
 	return nil
 }
@@ -362,17 +451,12 @@ func (h *Handler) cancelAsync(w http.ResponseWriter, r *http.Request, st *catalo
 	if err := owns(r, st, j); err != nil {
 		return err
 	}
-	a := h.plans.async
-	a.mu.Lock()
-	wasCompleted := j.status == planCompleted
-	j.status, j.err = planCancelled, nil
-	cancel := j.cancel
-	a.mu.Unlock()
-	cancel()
-	h.plans.handles.Remove(j.id)
-	if wasCompleted {
-		h.plans.results.Remove(j.key)
+	if err := h.plans.shareCancel(r.Context(), j.id, j.expires); err != nil {
+		return err
 	}
+	h.plans.cancelJob(j)
+	h.plans.handles.Remove(j.id)
+	h.plans.cancelled.Add(j.id, struct{}{}, int64(len(j.id))+64)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -400,4 +484,19 @@ func (p *planResult) page(i int) ([]byte, error) {
 		return nil, floe.Wrap(floe.Internal, err, "cannot read the plan's page %d", i)
 	}
 	return b, nil
+}
+
+// cancelJob stops job j's work and drops its result; fetchPlanningResult
+// then answers "cancelled" until the plan id expires.
+func (p *planner) cancelJob(j *planJob) {
+	a := p.async
+	a.mu.Lock()
+	wasCompleted := j.status == planCompleted
+	j.status, j.err = planCancelled, nil
+	cancel := j.cancel
+	a.mu.Unlock()
+	cancel()
+	if wasCompleted {
+		p.results.Remove(j.key)
+	}
 }

@@ -310,3 +310,30 @@ func TestAsyncPlanEvictedIsPlannedAgain(t *testing.T) {
 		t.Errorf("planned again:\n%s\nfirst:\n%s", again, first)
 	}
 }
+
+// TestAsyncPlanTaskAfterEviction: a plan task of a background plan whose
+// result has left the cache is served by planning it again the same way
+// (by batches, on the pool): the same page as before.
+func TestAsyncPlanTaskAfterEviction(t *testing.T) {
+	f := newAsyncFixture(t)
+	close(f.fs.gate)
+	id := f.submit(t, "alice")
+	waitFor(t, "completion", func() bool { return f.status(t, "alice", id) == "completed" })
+	var done struct {
+		PlanTasks []string `json:"plan-tasks"`
+	}
+	if err := json.Unmarshal(f.do(t, "alice", "GET", f.path+"/plan/"+id, "").Body.Bytes(), &done); err != nil || len(done.PlanTasks) == 0 {
+		t.Fatalf("completed plan without plan tasks: %v", err)
+	}
+	body := `{"plan-task":"` + done.PlanTasks[0] + `"}`
+	first := f.do(t, "alice", "POST", f.path+"/tasks", body)
+	j, ok := f.h.plans.async.job(id)
+	if !ok || first.Code != 200 {
+		t.Fatalf("plan task: %d %s", first.Code, first.Body)
+	}
+	f.h.plans.results.Remove(j.key)
+	again := f.do(t, "alice", "POST", f.path+"/tasks", body)
+	if again.Code != 200 || again.Body.String() != first.Body.String() {
+		t.Errorf("plan task after eviction: %d %s\nfirst: %s", again.Code, again.Body, first.Body)
+	}
+}

@@ -78,6 +78,10 @@ const (
 	// Table revokes the credentials vended for a table that was dropped or
 	// renamed; the subject is the table's "ns.name".
 	Table Kind = "table"
+	// Plan is a scan plan cancelled on some node (see restcat); the
+	// subject is its plan id's digest. It refuses no credential: every
+	// node answers the plan id as cancelled.
+	Plan Kind = "plan"
 )
 
 // Entry is one revoked subject as the store keeps it.
@@ -164,6 +168,11 @@ type state struct {
 	version                                           int64 // every entry of version <= version is loaded
 	floor                                             int64 // epochs below it are refused (after an overflow)
 	tokens, disabled, principalTokens, grants, tables map[string]entry
+	// plans are the cancelled scan plans, bounded apart (MaxEntries): on
+	// overflow they collapse into planFloor, below which every plan is
+	// cancelled, so that cancels never widen the credential floor.
+	plans     map[string]entry
+	planFloor int64
 }
 
 func (s *state) size() int {
@@ -253,8 +262,9 @@ func (l *List) Refresh(ctx context.Context) error {
 // (or the highest entry version, if above), without expired entries.
 func (l *List) next(cur *state, v int64, es []Entry) *state {
 	now := l.opts.Now().Unix()
-	n := &state{version: max(v, cur.version), floor: cur.floor,
-		tokens: live(cur.tokens, now), disabled: live(cur.disabled, now), principalTokens: live(cur.principalTokens, now), grants: live(cur.grants, now), tables: live(cur.tables, now)}
+	n := &state{version: max(v, cur.version), floor: cur.floor, planFloor: cur.planFloor, plans: live(cur.plans, now),
+		tokens: live(cur.tokens, now), disabled: live(cur.disabled, now), principalTokens: live(cur.principalTokens, now),
+		grants: live(cur.grants, now), tables: live(cur.tables, now)}
 	for _, e := range es {
 		n.version = max(n.version, e.Version)
 		if e.Expires.Unix() < now {
@@ -272,6 +282,8 @@ func (l *List) next(cur *state, v int64, es []Entry) *state {
 			m = n.grants
 		case Table:
 			m = n.tables
+		case Plan:
+			m = n.plans
 		default:
 			l.opts.Logger.Warn("revoke: ignoring an entry of unknown kind", "kind", e.Kind)
 			continue
@@ -280,11 +292,16 @@ func (l *List) next(cur *state, v int64, es []Entry) *state {
 			m[e.Subject] = entry{version: e.Version, expires: e.Expires.Unix(), exempt: e.Exempt}
 		}
 	}
+	if len(n.plans) > l.opts.MaxEntries {
+		l.opts.Logger.Warn("revoke: too many cancelled scan plans held; cancelling every older plan", "entries", len(n.plans),
+			"max", l.opts.MaxEntries, "floor", n.version)
+		n.plans, n.planFloor = map[string]entry{}, n.version
+	}
 	if n.size() > l.opts.MaxEntries {
 		l.opts.Logger.Warn("revoke: too many revocations held; refusing every older credential", "entries", n.size(),
 			"max", l.opts.MaxEntries, "floor", n.version)
 		return &state{version: n.version, floor: n.version, tokens: map[string]entry{}, disabled: map[string]entry{},
-			principalTokens: map[string]entry{}, grants: map[string]entry{}, tables: map[string]entry{}}
+			principalTokens: map[string]entry{}, grants: map[string]entry{}, tables: map[string]entry{}, plans: n.plans, planFloor: n.planFloor}
 	}
 	return n
 }
@@ -338,6 +355,18 @@ func (l *List) Credential(tokenID, principal, principalID, table string, epoch i
 		return ErrGrantRevoked
 	}
 	return nil
+}
+
+// PlanCancelled reports whether the scan plan whose id has digest subject,
+// issued at revocation version epoch, was cancelled on any node; also, to
+// be safe, when this node is stale or the plan is older than a collapse of
+// too many cancels.
+func (l *List) PlanCancelled(subject string, epoch int64) bool {
+	if l.stale() {
+		return true
+	}
+	s := l.state.Load()
+	return epoch < s.planFloor || hasKey(s.plans, subject)
 }
 
 // Session checks an SQL session of access token tokenID ("" for a password

@@ -296,3 +296,36 @@ func TestTableDropSparesTheDropper(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanCancels: a cancelled plan is cancelled for every epoch; plan
+// cancels are bounded apart from the other entries, and hitting the bound
+// cancels every older plan without refusing any credential.
+func TestPlanCancels(t *testing.T) {
+	l, st, c := newList(t, Options{MaxEntries: 3})
+	old := l.Version()
+	st.add(c.t, Plan, "p0", time.Hour)
+	if err := l.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !l.PlanCancelled("p0", old) || l.PlanCancelled("p1", old) {
+		t.Errorf("after cancelling p0: p0 %v, p1 %v; want true, false", l.PlanCancelled("p0", old), l.PlanCancelled("p1", old))
+	}
+	if l.Len() != 0 {
+		t.Errorf("plan cancels counted with the credential entries: Len = %d", l.Len())
+	}
+	for _, p := range []string{"p1", "p2", "p3"} {
+		st.add(c.t, Plan, p, time.Hour)
+	}
+	if err := l.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !l.PlanCancelled("other", old) {
+		t.Error("after overflow, a plan issued before it is not cancelled")
+	}
+	if l.PlanCancelled("other", l.Version()) {
+		t.Error("after overflow, a plan issued after it is cancelled")
+	}
+	if err := l.Credential("", "zed", "", "t.u", old); err != nil {
+		t.Errorf("plan cancels refused a credential: %v", err)
+	}
+}

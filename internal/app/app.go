@@ -244,7 +244,9 @@ func (a *App) init(ctx context.Context) error {
 		opts.Planning = &restcat.Planning{FS: fsys, PageSize: sp.PageSize, CacheEntries: sp.CacheEntries,
 			CacheBytes: sp.CacheBytes, TTL: sp.TTL, Async: restcat.AsyncPlanning{ThresholdFiles: sp.AsyncThresholdFiles,
 				Workers: sp.AsyncWorkers, Queue: sp.AsyncQueue, PerPrincipal: sp.AsyncPerPrincipal},
-			ManifestCacheBytes: sp.ManifestCacheBytes}
+			ManifestCacheBytes: sp.ManifestCacheBytes,
+			Signer:             a.auth, // plan ids signed with the shared token keys: any node answers them
+			Cancels:            planCancels{a}}
 	}
 	if err := a.initForeign(); err != nil {
 		return err

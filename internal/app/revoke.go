@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/floe-lake/floe/revoke"
 	"github.com/floe-lake/floe/vend"
@@ -42,3 +43,17 @@ func (a *App) sessionRevoked(tokenID, principal string, since int64) func() erro
 	l := a.revocations
 	return func() error { return l.Session(tokenID, principal, since) }
 }
+
+// planCancels is restcat.PlanCancels: a scan plan cancelled on one node
+// is a revocation entry (revoke.Plan), which every node loads.
+type planCancels struct{ a *App }
+
+func (p planCancels) CancelScanPlan(ctx context.Context, subject string, expires time.Time) error {
+	return p.a.store.CancelScanPlan(ctx, subject, expires)
+}
+
+func (p planCancels) PlanCancelled(subject string, epoch int64) bool {
+	return p.a.revocations.PlanCancelled(subject, epoch)
+}
+
+func (p planCancels) Epoch() int64 { return p.a.revocations.Version() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/floe-lake/floe"
 	"github.com/floe-lake/floe/revoke"
 	"github.com/floe-lake/floe/vend"
 )
@@ -148,4 +149,16 @@ func (s *Store) Revocations(ctx context.Context, after int64) ([]revoke.Entry, e
 		return nil, s.fail("revocations", err)
 	}
 	return out, nil
+}
+
+// CancelScanPlan records that the scan plan whose id has digest subject is
+// cancelled until expires (its plan id's expiry), for every node's
+// revocation list (revoke.List.PlanCancelled).
+func (s *Store) CancelScanPlan(ctx context.Context, subject string, expires time.Time) error {
+	if subject == "" {
+		return floe.E(floe.Invalid, "plan", "plan digest must not be empty")
+	}
+	return s.write(ctx, "cancel scan plan", func(c conn) error {
+		return s.revokeIn(ctx, c, revoke.Plan, subject, expires)
+	})
 }
