@@ -11,77 +11,29 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { startFloe, ADMIN_ID, ADMIN_SECRET } from './floe-server.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const BIN = resolve(process.env.FLOE_BIN || join(here, '../../bin/floe'));
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const ARTIFACTS = resolve(process.env.FLOE_CONSOLE_ARTIFACTS || join(here, 'artifacts'));
-const ADMIN_ID = 'govern-admin';
-const ADMIN_SECRET = 'govern-admin-secret-0123456789';
 const XSS_ROLE = '<img src=x onerror=alert(1)>';
 const XSS_TAG = '<script>alert(2)</script>';
 const XSS_FILTER = "region = '<svg onload=alert(3)>'";
 
-let floe; let dataDir; let base; let browser; let adminToken; let adminName; let viewer; let floeLog = '';
-
-function freePort() {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => res(port)); });
-    s.on('error', rej);
-  });
-}
-
-async function api(method, path, body, token = adminToken) {
-  const r = await fetch(base + path, {
-    method, headers: { Authorization: `Bearer ${token}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await r.text();
-  let data = text;
-  try { data = JSON.parse(text); } catch { /* not JSON */ }
-  return { status: r.status, data };
-}
-
-async function tokenFor(id, secret) {
-  const r = await fetch(base + '/v1/oauth/tokens', {
-    method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: id, client_secret: secret }),
-  });
-  assert.equal(r.status, 200, 'token endpoint');
-  return (await r.json()).access_token;
-}
+let server; let base; let browser; let adminToken; let adminName; let viewer;
+const api = (...args) => server.api(...args);
+const tokenFor = (...args) => server.tokenFor(...args);
 
 before(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  dataDir = mkdtempSync(join(tmpdir(), 'floe-govern-'));
-  const [p, s3, sql] = await Promise.all([freePort(), freePort(), freePort()]);
-  base = `http://127.0.0.1:${p}`;
   // The background scheduler runs, on a daily tick: its next run is the
   // next UTC midnight, and nothing runs while the tests do.
-  floe = spawn(BIN, ['serve', '--demo', '--data-dir', dataDir, '--listen', `127.0.0.1:${p}`, '--s3-listen', `127.0.0.1:${s3}`,
-    '--sql-listen', `127.0.0.1:${sql}`, '--admin-listen', 'off'], {
-    env: { ...process.env, FLOE_BOOTSTRAP_CREDENTIAL: `${ADMIN_ID}:${ADMIN_SECRET}`, FLOE_MAINTENANCE: 'true', FLOE_MAINTENANCE_INTERVAL: '24h' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  await new Promise((res, rej) => {
-    const timer = setTimeout(() => rej(new Error('floe serve --demo did not get ready in 180 s:\n' + floeLog)), 180000);
-    const onData = (d) => {
-      floeLog += d;
-      if (floeLog.includes('Press Ctrl-C to stop')) { clearTimeout(timer); res(); }
-    };
-    floe.stdout.on('data', onData);
-    floe.stderr.on('data', (d) => { floeLog += d; });
-    floe.on('exit', (code) => { clearTimeout(timer); rej(new Error(`floe exited (${code}):\n${floeLog}`)); });
-  });
-  adminToken = await tokenFor(ADMIN_ID, ADMIN_SECRET);
+  server = await startFloe([], { FLOE_MAINTENANCE: 'true', FLOE_MAINTENANCE_INTERVAL: '24h' });
+  ({ base, adminToken } = server);
   adminName = (await api('GET', '/api/v1/whoami')).data.principal;
   assert.ok(adminName, 'whoami names the administrator');
   // A role to grant to, a principal holding DESCRIBE only on crm, the
@@ -106,12 +58,7 @@ before(async () => {
 
 after(async () => {
   if (browser) await browser.close();
-  if (floe && floe.exitCode === null) {
-    floe.removeAllListeners('exit');
-    floe.kill('SIGTERM');
-    await new Promise((res) => { floe.on('exit', res); setTimeout(res, 10000); });
-  }
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  if (server) await server.stop();
 });
 
 // newPage opens a context in which any dialog other than the console's
