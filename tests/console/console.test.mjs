@@ -13,11 +13,10 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium, openPage, signIn as signInAt } from './browser.mjs';
 import { startFloe, ADMIN_ID, ADMIN_SECRET } from './floe-server.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const ARTIFACTS = resolve(process.env.FLOE_CONSOLE_ARTIFACTS || join(here, 'artifacts'));
 const XSS = '<img src=x onerror=alert(1)>';
 const XSS2 = '<script>alert(2)</script>';
@@ -46,11 +45,7 @@ before(async () => {
   assert.equal(t2.status, 200, JSON.stringify(t2.data));
   const ns = await api('POST', '/v1/floe/namespaces', { namespace: [XSS_NS], properties: { comment: XSS } });
   assert.equal(ns.status, 200, JSON.stringify(ns.data));
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {
@@ -58,26 +53,12 @@ after(async () => {
   if (server) await server.stop();
 });
 
-// page opens a context in which any dialog, page error or request to
-// another origin fails the test.
-async function newPage(t) {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true, timezoneId: 'UTC' });
-  const page = await ctx.newPage();
-  const problems = [];
-  page.on('dialog', async (d) => { problems.push(`dialog fired: ${d.message()}`); await d.dismiss(); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('request', (r) => { if (!r.url().startsWith(base) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) problems.push(`external request: ${r.url()}`); });
-  t.after(async () => { await ctx.close(); });
-  return { ctx, page, problems };
-}
+const newPage = (t) => openPage(browser, t, base, { acceptDownloads: true });
 
+// signIn signs in and checks the console page's Content-Security-Policy.
 async function signIn(page, id, secret) {
-  const resp = await page.goto(base + '/console/');
+  const resp = await signInAt(page, base, id, secret);
   assert.ok(resp.headers()['content-security-policy'].includes("default-src 'self'"), 'CSP header on /console/');
-  await page.getByLabel('Client id').fill(id);
-  await page.getByLabel('Client secret').fill(secret);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.locator('#who').filter({ hasText: /\S/ }).waitFor();
 }
 
 const shot = (page, name, fullPage = true) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage });

@@ -14,11 +14,10 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium, openPage, signIn as signInAt } from './browser.mjs';
 import { startFloe, ADMIN_ID, ADMIN_SECRET } from './floe-server.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const ARTIFACTS = resolve(process.env.FLOE_CONSOLE_ARTIFACTS || join(here, 'artifacts'));
 const XSS_ROLE = '<img src=x onerror=alert(1)>';
 const XSS_TAG = '<script>alert(2)</script>';
@@ -49,11 +48,7 @@ before(async () => {
   assert.equal(g.status, 201, JSON.stringify(g.data));
   const t = await api('PUT', '/api/v1/tags', { target: { on: { kind: 'namespace', namespace: ['crm'] } }, tags: { domain: 'crm', note: XSS_TAG } });
   assert.equal(t.status, 200, JSON.stringify(t.data));
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {
@@ -61,30 +56,9 @@ after(async () => {
   if (server) await server.stop();
 });
 
-// newPage opens a context in which any dialog other than the console's
-// own confirmations, page error or request to another origin fails the
-// test.
-async function newPage(t) {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true, timezoneId: 'UTC' });
-  const page = await ctx.newPage();
-  const problems = [];
-  page.on('dialog', async (d) => {
-    if (d.type() === 'confirm' && /^(Disable|Revoke every token|Drop role) /.test(d.message())) { await d.accept(); return; }
-    problems.push(`dialog fired: ${d.type()} ${d.message()}`); await d.dismiss();
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('request', (r) => { if (!r.url().startsWith(base) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) problems.push(`external request: ${r.url()}`); });
-  t.after(async () => { await ctx.close(); });
-  return { ctx, page, problems };
-}
+const newPage = (t) => openPage(browser, t, base, { acceptDownloads: true, accept: /^(Disable|Revoke every token|Drop role) / });
 
-async function signIn(page, id, secret) {
-  await page.goto(base + '/console/');
-  await page.getByLabel('Client id').fill(id);
-  await page.getByLabel('Client secret').fill(secret);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.locator('#who').filter({ hasText: /\S/ }).waitFor();
-}
+const signIn = (page, id, secret) => signInAt(page, base, id, secret);
 
 const shot = (page, name, fullPage = true) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage });
 

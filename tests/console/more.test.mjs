@@ -14,11 +14,10 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium, openPage, signIn as signInAt } from './browser.mjs';
 import { startFloe, ADMIN_ID, ADMIN_SECRET } from './floe-server.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const ARTIFACTS = resolve(process.env.FLOE_CONSOLE_ARTIFACTS || join(here, 'artifacts'));
 const XSS_PROP = '<img src=x onerror=alert(1)>';
 const XSS_TAG = '<script>alert(2)</script>';
@@ -42,11 +41,7 @@ before(async () => {
   // Markup in a namespace property.
   const p = await api('POST', '/v1/floe/namespaces/crm/properties', { removals: [], updates: { note: XSS_PROP } });
   assert.equal(p.status, 200, JSON.stringify(p.data));
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {
@@ -54,26 +49,9 @@ after(async () => {
   if (floe) await floe.stop();
 });
 
-// newPage opens a context in which any dialog, page error or request to
-// another origin is a problem the test reports.
-async function newPage(t) {
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'UTC' });
-  const page = await ctx.newPage();
-  const problems = [];
-  page.on('dialog', async (d) => { problems.push(`dialog fired: ${d.type()} ${d.message()}`); await d.dismiss(); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('request', (r) => { if (!r.url().startsWith(base) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) problems.push(`external request: ${r.url()}`); });
-  t.after(async () => { await ctx.close(); });
-  return { page, problems };
-}
+const newPage = (t) => openPage(browser, t, base, {});
 
-async function signIn(page, id, secret) {
-  await page.goto(base + '/console/');
-  await page.getByLabel('Client id').fill(id);
-  await page.getByLabel('Client secret').fill(secret);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.locator('#who').filter({ hasText: /\S/ }).waitFor();
-}
+const signIn = (page, id, secret) => signInAt(page, base, id, secret);
 
 const shot = (page, name) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 

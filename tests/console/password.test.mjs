@@ -3,10 +3,9 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './browser.mjs';
 import { startFloe } from './floe-server.mjs';
 
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const PASSWORD = 'analyst-sql-password-42';
 let floe; let browser;
 
@@ -15,7 +14,7 @@ before(async () => {
   const p = await floe.api('POST', '/api/v1/principals', { name: 'analyst' });
   assert.equal(p.status, 201, JSON.stringify(p.data));
   floe.setPassword('analyst', PASSWORD);
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] });
+  browser = await launchChromium();
 });
 
 after(async () => {

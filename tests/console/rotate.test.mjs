@@ -9,15 +9,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './browser.mjs';
 import { startFloe, ADMIN_ID, ADMIN_SECRET } from './floe-server.mjs';
 
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 let floe; let browser;
 
 before(async () => {
   floe = await startFloe();
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] });
+  browser = await launchChromium();
 });
 
 after(async () => {

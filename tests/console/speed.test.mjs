@@ -10,11 +10,10 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './browser.mjs';
 import { startFloe, ADMIN_ID, ADMIN_SECRET } from './floe-server.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const RUNS = 7;
 let floe; let browser;
 
@@ -31,7 +30,7 @@ before(async () => {
   const g = await floe.api('POST', '/api/v1/grants', { grantee: { kind: 'role', name: 'readers' }, privilege: 'SELECT',
     on: { kind: 'table', namespace: ['big'], name: 'events' } });
   assert.equal(g.status, 201, JSON.stringify(g.data));
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] });
+  browser = await launchChromium();
 });
 
 after(async () => {
