@@ -1,10 +1,8 @@
 package console_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go"
-
 	"github.com/floe-lake/floe/internal/testkit"
+	"github.com/floe-lake/floe/internal/testkit/largetable"
 )
 
 // largeTable makes table big.events with snapshots snapshots (one commit)
@@ -27,59 +24,24 @@ func largeTable(t *testing.T, f *testkit.Floe, snapshots, files int) {
 	tb := f.CreateTable(t, "big", "events")
 	loc := strings.TrimSuffix(tb.Metadata.Location, "/")
 	fio := f.App.Objects().FileIO()
-	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
-	spec := iceberg.NewPartitionSpec()
 	last := int64(snapshots)
-	seq := last
-	var mfs []iceberg.ManifestFile
-	for m := 0; m*1000 < files; m++ {
-		var entries []iceberg.ManifestEntry
-		for i := m * 1000; i < min(files, (m+1)*1000); i++ {
-			size := int64(64<<10) + int64(i%97)*(1<<20) // most files small, some large
-			b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, fmt.Sprintf("%s/data/f-%06d.parquet", loc, i),
-				iceberg.ParquetFile, nil, nil, nil, 1000, size)
-			if err != nil {
-				t.Fatal(err)
-			}
-			id := last
-			entries = append(entries, iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &id, &seq, &seq, b.Build()))
-		}
-		path := fmt.Sprintf("%s/metadata/m-%04d.avro", loc, m)
-		var buf bytes.Buffer
-		mf, err := iceberg.WriteManifest(path, &buf, 2, spec, sc, last, entries)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := fio.WriteFile(ctx, path, buf.Bytes()); err != nil {
-			t.Fatal(err)
-		}
-		mfs = append(mfs, mf)
-	}
-	list := loc + "/metadata/snap-large.avro"
-	var buf bytes.Buffer
-	parent := last - 1
-	if err := iceberg.WriteManifestList(2, &buf, last, &parent, &seq, 0, mfs); err != nil {
+	write := func(path string, b []byte) error { return fio.WriteFile(ctx, path, b) }
+	mfs, err := largetable.Manifests(loc, last, files, write)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fio.WriteFile(ctx, list, buf.Bytes()); err != nil {
+	list := loc + "/metadata/snap-large.avro"
+	parent := last - 1
+	b, err := largetable.ManifestList(last, &parent, last, mfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := write(list, b); err != nil {
 		t.Fatal(err)
 	}
 	empty := f.EmptyManifestList(t, loc)
-	start := time.Now().UnixMilli() // a snapshot may not predate the table
-	var updates []map[string]any
-	for i := int64(1); i <= last; i++ {
-		s := map[string]any{"snapshot-id": i, "sequence-number": i, "timestamp-ms": start + i, "manifest-list": empty, "schema-id": 0,
-			"summary": map[string]string{"operation": "append", "added-records": fmt.Sprint(1000 + i%50), "added-data-files": "20",
-				"deleted-records": fmt.Sprint((i % 7) * 10)}}
-		if i > 1 {
-			s["parent-snapshot-id"] = i - 1
-		}
-		if i == last {
-			s["manifest-list"] = list
-		}
-		updates = append(updates, map[string]any{"action": "add-snapshot", "snapshot": s})
-	}
-	updates = append(updates, map[string]any{"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": last})
+	// a snapshot may not predate the table
+	updates := largetable.Updates(last, time.Now().UnixMilli(), empty, list)
 	if r := f.Do(t, "POST", f.P("/namespaces/big/tables/events"), map[string]any{"requirements": []any{}, "updates": updates}); r.Status != 200 {
 		t.Fatalf("commit %d snapshots: %d %s", snapshots, r.Status, r.Body)
 	}

@@ -29,6 +29,8 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-lake/floe/internal/testkit/largetable"
 )
 
 func main() {
@@ -60,8 +62,7 @@ func run(ctx context.Context, base, cred, warehouse, ns, name string, snapshots,
 	if err := cat.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
 		return fmt.Errorf("create namespace: %w", err)
 	}
-	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
-	tbl, err := cat.CreateTable(ctx, table.Identifier{ns, name}, sc)
+	tbl, err := cat.CreateTable(ctx, table.Identifier{ns, name}, largetable.Schema())
 	if err != nil {
 		return fmt.Errorf("create table: %w", err)
 	}
@@ -74,40 +75,17 @@ func run(ctx context.Context, base, cred, warehouse, ns, name string, snapshots,
 		return errors.New("the table's storage is not writable")
 	}
 	loc := strings.TrimSuffix(tbl.Location(), "/")
-	spec := iceberg.NewPartitionSpec()
 	last := int64(snapshots)
-	seq := last
-	var mfs []iceberg.ManifestFile
-	for m := 0; m*1000 < files; m++ {
-		var entries []iceberg.ManifestEntry
-		for i := m * 1000; i < min(files, (m+1)*1000); i++ {
-			size := int64(64<<10) + int64(i%97)*(1<<20) // most files small, some large
-			b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, fmt.Sprintf("%s/data/f-%06d.parquet", loc, i),
-				iceberg.ParquetFile, nil, nil, nil, 1000, size)
-			if err != nil {
-				return err
-			}
-			sid := last
-			entries = append(entries, iceberg.NewManifestEntry(iceberg.EntryStatusADDED, &sid, &seq, &seq, b.Build()))
-		}
-		path := fmt.Sprintf("%s/metadata/m-%04d.avro", loc, m)
-		var buf bytes.Buffer
-		mf, err := iceberg.WriteManifest(path, &buf, 2, spec, sc, last, entries)
+	mfs, err := largetable.Manifests(loc, last, files, wfs.WriteFile)
+	if err != nil {
+		return err
+	}
+	writeList := func(path string, snap int64, parent *int64, mfs []iceberg.ManifestFile) error {
+		b, err := largetable.ManifestList(snap, parent, last, mfs)
 		if err != nil {
 			return err
 		}
-		if err := wfs.WriteFile(path, buf.Bytes()); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		mfs = append(mfs, mf)
-	}
-	writeList := func(path string, snap int64, parent *int64, mfs []iceberg.ManifestFile) error {
-		var buf bytes.Buffer
-		s := seq
-		if err := iceberg.WriteManifestList(2, &buf, snap, parent, &s, 0, mfs); err != nil {
-			return err
-		}
-		return wfs.WriteFile(path, buf.Bytes())
+		return wfs.WriteFile(path, b)
 	}
 	empty, list := loc+"/metadata/snap-empty.avro", loc+"/metadata/snap-large.avro"
 	if err := writeList(empty, 1, nil, nil); err != nil {
@@ -118,21 +96,7 @@ func run(ctx context.Context, base, cred, warehouse, ns, name string, snapshots,
 		return err
 	}
 	// One commit of every snapshot, as raw JSON (snapshot ids stay int64).
-	startMs := time.Now().UnixMilli()
-	var updates []map[string]any
-	for i := int64(1); i <= last; i++ {
-		s := map[string]any{"snapshot-id": i, "sequence-number": i, "timestamp-ms": startMs + i, "manifest-list": empty, "schema-id": 0,
-			"summary": map[string]string{"operation": "append", "added-records": fmt.Sprint(1000 + i%50), "added-data-files": "20",
-				"deleted-records": fmt.Sprint((i % 7) * 10)}}
-		if i > 1 {
-			s["parent-snapshot-id"] = i - 1
-		}
-		if i == last {
-			s["manifest-list"] = list
-		}
-		updates = append(updates, map[string]any{"action": "add-snapshot", "snapshot": s})
-	}
-	updates = append(updates, map[string]any{"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": last})
+	updates := largetable.Updates(last, time.Now().UnixMilli(), empty, list)
 	body, err := json.Marshal(map[string]any{"requirements": []any{}, "updates": updates})
 	if err != nil {
 		return err
