@@ -18,15 +18,19 @@ const minBufferClass = 64
 // the requests being audited pay for. Capacities are powers of two, so a
 // freed buffer fits any later request of its size class.
 //
-// A freed buffer is not handed out again until recycle: the exporter calls
-// it before building a batch, when the previous batch's files are written
-// and whatever read the batch has finished with it. So a buffer released
-// early by a reader is still never overwritten while it is read.
+// A freed buffer is not handed out again until the second recycle after it
+// was freed: the exporter calls recycle before building each batch, so a
+// buffer is reused at the earliest two batches after the one that freed
+// it, when that batch is written (a background stream writes batches
+// through a queue of one) and whatever read it has finished with it. So a
+// buffer released early by a reader is still never overwritten while it is
+// read.
 type batchAllocator struct {
 	max int64 // most bytes of capacity kept
 
 	mu    sync.Mutex
 	freed [][]byte         // freed since the last recycle
+	aging [][]byte         // freed before the last recycle
 	free  map[int][][]byte // reusable, by capacity
 	held  int64            // capacity of freed and free
 }
@@ -76,7 +80,7 @@ func (a *batchAllocator) Reallocate(size int, b []byte) []byte {
 	return nb
 }
 
-// Free keeps b for a batch after the next recycle, unless that would hold
+// Free keeps b for a batch after the next two recycles, unless that would hold
 // more than max bytes or b is not one of this allocator's buffers.
 func (a *batchAllocator) Free(b []byte) {
 	c := cap(b)
@@ -92,15 +96,15 @@ func (a *batchAllocator) Free(b []byte) {
 	a.held += int64(c)
 }
 
-// recycle makes the buffers freed so far reusable.
+// recycle makes the buffers freed before the previous recycle reusable.
 func (a *batchAllocator) recycle() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for i, b := range a.freed {
+	for i, b := range a.aging {
 		a.free[cap(b)] = append(a.free[cap(b)], b)
-		a.freed[i] = nil
+		a.aging[i] = nil
 	}
-	a.freed = a.freed[:0]
+	a.aging, a.freed = a.freed, a.aging[:0]
 }
 
 // kept returns the bytes of capacity the allocator keeps.

@@ -211,14 +211,19 @@ type Exporter struct {
 	// alloc holds the Arrow buffers of one batch for the next (toArrow).
 	alloc *batchAllocator
 	// compacted is when the background loop last compacted (zero: never;
-	// only the loop goroutine uses it).
-	// An export the tail wakes early does not compact again before an
-	// interval has passed: under load the wakes come every few hundred
-	// milliseconds, and each compaction plans the recent files anew.
+	// only the loop goroutine uses it). A stream that ended early (Flush)
+	// does not compact again before an interval has passed: each
+	// compaction plans the recent files anew.
 	compacted time.Time
-	stop      context.CancelFunc
-	done      chan struct{}
-	started   bool
+	// flush ends a background stream's wait (Flush).
+	flush chan struct{}
+
+	// life guards stop, done and started (not mu: Close must not wait for
+	// a stream, which holds mu, to end by itself).
+	life    sync.Mutex
+	stop    context.CancelFunc
+	done    chan struct{}
+	started bool
 }
 
 // New returns an Exporter reading src and writing through cat and lk.
@@ -249,13 +254,13 @@ func New(src Source, cat Catalog, lk *lake.Lake, o Options) *Exporter {
 	}
 	return &Exporter{src: src, cat: cat, lk: lk, wh: o.Warehouse, interval: o.Interval, batch: o.BatchSize,
 		bytes: o.BatchBytes, copts: o.Compact.withDefaults(), observe: o.Observe, now: o.Now, leases: o.Leases, node: o.Node, log: o.Logger,
-		wake: o.Wake, alloc: newBatchAllocator(2 * o.BatchBytes)}
+		wake: o.Wake, alloc: newBatchAllocator(2 * o.BatchBytes), flush: make(chan struct{}, 1)}
 }
 
 // Start exports every interval in the background until Close.
 func (e *Exporter) Start() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.life.Lock()
+	defer e.life.Unlock()
 	if e.started {
 		return
 	}
@@ -268,9 +273,9 @@ func (e *Exporter) Start() {
 // Close stops the background exports, cancelling one that runs, and waits
 // for it to end.
 func (e *Exporter) Close() error {
-	e.mu.Lock()
+	e.life.Lock()
 	stop, done := e.stop, e.done
-	e.mu.Unlock()
+	e.life.Unlock()
 	if stop == nil {
 		return nil
 	}
@@ -281,19 +286,33 @@ func (e *Exporter) Close() error {
 
 func (e *Exporter) loop(ctx context.Context) {
 	defer close(e.done)
-	t := time.NewTicker(e.interval)
+	t := time.NewTimer(e.interval)
 	defer t.Stop()
+	ended := time.Now() // when the last stream ended
 	for {
+		// The tick (no wake for a whole interval: little load) appends
+		// what is waiting now. A wake (a batch is waiting: load) starts a
+		// stream that goes on reading until an interval after the last one
+		// ended, so that a busy interval makes one commit.
+		deadline := time.Time{}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-e.wake: // nil: never
-			t.Reset(e.interval)
+			deadline = ended.Add(e.interval)
 		}
 		var res Result
 		var err error
-		pprof.Do(ctx, profileLabels, func(ctx context.Context) { res, err = e.exportLeased(ctx) })
+		pprof.Do(ctx, profileLabels, func(ctx context.Context) { res, err = e.exportLeased(ctx, deadline) })
+		ended = time.Now()
+		if !t.Stop() {
+			select { // drained, unless it was the tick received above
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(e.interval)
 		if e.observe != nil && ctx.Err() == nil {
 			e.observe(res, err)
 		}
@@ -324,11 +343,12 @@ func (e *Exporter) leaseTTL() time.Duration {
 	return min(max(2*e.interval, 30*time.Second), 5*time.Minute)
 }
 
-// exportLeased exports, then compacts the recent small files (at most
-// once per interval), while holding the lease, if there are leases.
-func (e *Exporter) exportLeased(ctx context.Context) (Result, error) {
+// exportLeased streams the records stored until deadline (see stream),
+// then compacts the recent small files (at most once per interval), while
+// holding the lease, if there are leases.
+func (e *Exporter) exportLeased(ctx context.Context, deadline time.Time) (Result, error) {
 	if e.leases == nil {
-		res, err := e.Export(ctx)
+		res, err := e.stream(ctx, deadline, nil)
 		if err == nil {
 			e.compactDue(ctx)
 		}
@@ -347,7 +367,7 @@ func (e *Exporter) exportLeased(ctx context.Context) (Result, error) {
 			e.log.DebugContext(ctx, "audit export lease was lost", "err", err)
 		}
 	}()
-	res, err := e.export(ctx, func() error { return e.leases.RenewLease(ctx, l, ttl) })
+	res, err := e.stream(ctx, deadline, func() error { return e.leases.RenewLease(ctx, l, ttl) })
 	if err == nil && e.leases.RenewLease(ctx, l, ttl) == nil {
 		e.compactDue(ctx)
 	}
@@ -377,8 +397,10 @@ func (e *Exporter) compactLogged(ctx context.Context) {
 }
 
 // Export appends every record not yet in system.audit, creating the table
-// if needed, in commits of at most BatchSize records.
+// if needed, in commits of at most BatchSize records. A background stream
+// that is waiting for more records commits what it has first (Flush).
 func (e *Exporter) Export(ctx context.Context) (Result, error) {
+	e.Flush()
 	return e.export(ctx, nil)
 }
 
@@ -388,6 +410,11 @@ const maxConflicts = 20
 func (e *Exporter) export(ctx context.Context, between func() error) (Result, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.exportLocked(ctx, between)
+}
+
+// exportLocked is export with e.mu held.
+func (e *Exporter) exportLocked(ctx context.Context, between func() error) (Result, error) {
 	var res Result
 	tbl, err := e.table(ctx)
 	if err != nil || tbl == nil {
@@ -510,13 +537,7 @@ func RecordSize(r audit.Record) int64 {
 // the watermark was read from. On table.ErrCommitFailed nothing was
 // committed and the files are removed.
 func (e *Exporter) commit(ctx context.Context, tbl *table.Table, recs []audit.Record) (*table.Table, error) {
-	for i := 1; i < len(recs); i++ {
-		if recs[i].Seq != recs[i-1].Seq+1 {
-			return nil, floe.E(floe.Internal, "audit", "audit records are not contiguous: %d follows %d", recs[i].Seq, recs[i-1].Seq)
-		}
-	}
-	e.alloc.recycle() // the previous batch's files are written
-	rec, err := toArrow(e.alloc, tbl.Schema(), recs)
+	rec, err := e.arrowBatch(tbl, recs)
 	if err != nil {
 		return nil, err
 	}
@@ -530,27 +551,19 @@ func (e *Exporter) commit(ctx context.Context, tbl *table.Table, recs []audit.Re
 	if err != nil {
 		return nil, err
 	}
-	props := iceberg.Properties{
-		WatermarkProperty: strconv.FormatInt(recs[len(recs)-1].Seq, 10),
-		FirstSeqProperty:  strconv.FormatInt(recs[0].Seq, 10),
+	return e.commitFiles(ctx, tbl, files, recs[0].Seq, recs[len(recs)-1].Seq)
+}
+
+// arrowBatch builds the Arrow batch of recs, which must be contiguous, with the
+// exporter's allocator.
+func (e *Exporter) arrowBatch(tbl *table.Table, recs []audit.Record) (arrow.RecordBatch, error) {
+	for i := 1; i < len(recs); i++ {
+		if recs[i].Seq != recs[i-1].Seq+1 {
+			return nil, floe.E(floe.Internal, "audit", "audit records are not contiguous: %d follows %d", recs[i].Seq, recs[i-1].Seq)
+		}
 	}
-	txn := tbl.NewTransaction()
-	if err := txn.AssertRefSnapshotID(table.MainBranch); err != nil {
-		lake.RemoveFiles(ctx, tbl, files)
-		return nil, fmt.Errorf("audit export: %w", err)
-	}
-	if err := txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck()); err != nil {
-		lake.RemoveFiles(ctx, tbl, files)
-		return nil, fmt.Errorf("audit export: %w", err)
-	}
-	next, err := txn.Commit(ctx)
-	if err != nil {
-		if errors.Is(err, table.ErrCommitFailed) {
-			lake.RemoveFiles(ctx, tbl, files)
-		} // otherwise the outcome is unknown: the files may be referenced
-		return nil, fmt.Errorf("audit export: commit seq %d..%d: %w", recs[0].Seq, recs[len(recs)-1].Seq, err)
-	}
-	return next, nil
+	e.alloc.recycle() // the batch before the previous one is written
+	return toArrow(e.alloc, tbl.Schema(), recs)
 }
 
 // table loads system.audit, creating the namespace and the table when they
@@ -605,17 +618,19 @@ var upgradedProperties = func() map[string]string {
 
 // writeProperties make the export's Parquet writing cheap, as it competes
 // with the requests it audits for CPU: snappy (about twice as fast as zstd
-// at its fastest level; the incremental compaction rewrites these small
-// files anyway), and no dictionary for the columns whose values rarely
-// repeat (a dictionary would be built, then abandoned, for every page).
+// at its fastest level), and no dictionary for the columns whose values
+// rarely repeat (a dictionary would be built, then abandoned, for every
+// page). Row groups of at most 16 MiB (with streamRowGroup rows) bound
+// what a stream's open file holds in memory.
 var writeProperties = map[string]string{
-	table.ParquetCompressionKey: "snappy",
-	dictColumn("seq"):           "false",
-	dictColumn("time"):          "false",
-	dictColumn("request_id"):    "false",
-	dictColumn("detail"):        "false",
-	dictColumn("prev_hash"):     "false",
-	dictColumn("hash"):          "false",
+	table.ParquetCompressionKey:       "snappy",
+	table.ParquetRowGroupSizeBytesKey: strconv.Itoa(streamRowGroupBytes),
+	dictColumn("seq"):                 "false",
+	dictColumn("time"):                "false",
+	dictColumn("request_id"):          "false",
+	dictColumn("detail"):              "false",
+	dictColumn("prev_hash"):           "false",
+	dictColumn("hash"):                "false",
 }
 
 // dictColumn is the property that turns Parquet dictionary encoding on or

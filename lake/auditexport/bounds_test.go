@@ -149,3 +149,53 @@ func TestExportBatchBytes(t *testing.T) {
 		t.Fatalf("export of records larger than BatchBytes: %+v, %v (want 3 records in 3 commits)", res, err)
 	}
 }
+
+// TestStreamMemoryBounded: a background stream of 300,000 records of about
+// 550 bytes (165 MB of records) into one open file, in one commit, keeps
+// the live heap within 96 MiB of its level before: it holds one batch and
+// one row group (at most 100,000 rows and 16 MiB) at a time, never the
+// file.
+func TestStreamMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams 300,000 records")
+	}
+	const n, bound = 300_000, 96 << 20
+	e := newEnv(t)
+	cat := catalog.New(e.st, e.objs.FileIO(), catalog.Options{MetadataCacheEntries: 4})
+	lk := lake.New(cat, lake.NewBucketFS(e.objs), lake.Options{})
+	done := make(chan auditexport.Result, 1)
+	ex := auditexport.New(&synthetic{n: n}, cat, lk, auditexport.Options{Warehouse: wh, Interval: 50 * time.Millisecond,
+		Now: func() time.Time { return time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC) },
+		Observe: func(r auditexport.Result, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			if r.Records > 0 {
+				select {
+				case done <- r:
+				default:
+				}
+			}
+		}})
+	stop := peakHeap()
+	ex.Start()
+	t.Cleanup(func() { ex.Close() })
+	res := <-done
+	peak := stop()
+	if res.Records != n || res.Commits != 1 {
+		t.Fatalf("stream: %+v, want %d records in one commit", res, n)
+	}
+	tbl, err := lk.LoadTable(t.Context(), wh, auditexport.Ident())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := dataFiles(t, tbl)
+	if len(files) != 1 {
+		t.Fatalf("%d data files, want 1", len(files))
+	}
+	t.Logf("streamed %d records into one file of %.1f MiB; peak heap growth %.1f MiB (bound %d MiB)", res.Records,
+		float64(files[0].File.FileSizeBytes())/(1<<20), float64(peak)/(1<<20), bound>>20)
+	if peak > bound {
+		t.Fatalf("peak heap grew by %.1f MiB during the stream, bound %d MiB", float64(peak)/(1<<20), bound>>20)
+	}
+}

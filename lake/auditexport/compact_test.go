@@ -215,10 +215,10 @@ func TestTablePropertiesTurnOffGenericCompaction(t *testing.T) {
 	}
 }
 
-// TestBackgroundCompactsOncePerInterval: exports the tail wakes early do
-// not compact again before an interval has passed (under load the wakes
-// come every few hundred milliseconds, and each compaction plans the
-// recent files anew); the first export after it does.
+// TestBackgroundCompactsOncePerInterval: background streams that end
+// early (here by Flush) do not compact again before an interval has passed
+// (each compaction plans the recent files anew); the first stream after
+// it does.
 func TestBackgroundCompactsOncePerInterval(t *testing.T) {
 	e := newEnv(t)
 	var mu sync.Mutex
@@ -239,7 +239,8 @@ func TestBackgroundCompactsOncePerInterval(t *testing.T) {
 	round := func() int {
 		t.Helper()
 		e.appendEvents(t, 10) // two days' partitions: two files per export
-		wake <- struct{}{}
+		wake <- struct{}{}    // a stream that would read for an hour
+		ex.Flush()
 		if r := <-done; r.Records != 10 {
 			t.Fatalf("export: %+v", r)
 		}
