@@ -76,6 +76,15 @@ func peakHeap() (stop func() uint64) {
 	}
 }
 
+// smallCacheNode is a node whose catalog caches little parsed metadata:
+// the cache keeps versions of every table (bounded on its own, see
+// catalog.Options); a small one here measures the export.
+func smallCacheNode(t *testing.T) (*catalog.Catalog, *lake.Lake) {
+	e := newEnv(t)
+	cat := catalog.New(e.st, e.objs.FileIO(), catalog.Options{MetadataCacheEntries: 4})
+	return cat, lake.New(cat, lake.NewBucketFS(e.objs), lake.Options{})
+}
+
 // TestExportMemoryBounded exports 200,000 records of about 550 bytes
 // (110 MB of records) with the default options and checks that the live
 // heap never grows by more than 96 MiB over its level before the export:
@@ -86,12 +95,7 @@ func TestExportMemoryBounded(t *testing.T) {
 		t.Skip("exports 200,000 records")
 	}
 	const n, bound = 200_000, 96 << 20
-	e := newEnv(t)
-	// The catalog's cache of parsed metadata keeps versions of every table
-	// (bounded on its own, see catalog.Options); a small one here measures
-	// the export.
-	cat := catalog.New(e.st, e.objs.FileIO(), catalog.Options{MetadataCacheEntries: 4})
-	lk := lake.New(cat, lake.NewBucketFS(e.objs), lake.Options{})
+	cat, lk := smallCacheNode(t)
 	src := &synthetic{n: n}
 	ex := auditexport.New(src, cat, lk, auditexport.Options{Warehouse: wh,
 		Now:     func() time.Time { return time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC) },
@@ -160,9 +164,7 @@ func TestStreamMemoryBounded(t *testing.T) {
 		t.Skip("streams 300,000 records")
 	}
 	const n, bound = 300_000, 96 << 20
-	e := newEnv(t)
-	cat := catalog.New(e.st, e.objs.FileIO(), catalog.Options{MetadataCacheEntries: 4})
-	lk := lake.New(cat, lake.NewBucketFS(e.objs), lake.Options{})
+	cat, lk := smallCacheNode(t)
 	done := make(chan auditexport.Result, 1)
 	ex := auditexport.New(&synthetic{n: n}, cat, lk, auditexport.Options{Warehouse: wh, Interval: 50 * time.Millisecond,
 		Now: func() time.Time { return time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC) },

@@ -224,18 +224,8 @@ func TestBackgroundCompactsOncePerInterval(t *testing.T) {
 	var mu sync.Mutex
 	now := base.Add(time.Hour)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	wake := make(chan struct{})
-	done := make(chan auditexport.Result)
-	ex := auditexport.New(e.st, e.cat, e.lk, auditexport.Options{Warehouse: wh, BatchSize: 10, Interval: time.Hour, Now: clock,
-		Wake: wake, Compact: auditexport.CompactOptions{MinFiles: 2},
-		Observe: func(r auditexport.Result, err error) {
-			if err != nil {
-				t.Error(err)
-			}
-			done <- r
-		}})
-	ex.Start()
-	t.Cleanup(func() { ex.Close() })
+	ex, wake, done := streamExporter(t, e, auditexport.Options{Interval: time.Hour, Now: clock,
+		Compact: auditexport.CompactOptions{MinFiles: 2}})
 	round := func() int {
 		t.Helper()
 		e.appendEvents(t, 10) // two days' partitions: two files per export

@@ -10,20 +10,21 @@ import (
 	bucketpkg "github.com/floe-lake/floe/objstore/bucket"
 )
 
-// streamExporter starts a background exporter of e woken by the returned
-// channel, with batches of 10 records and the given interval; results are
-// sent on the returned channel.
-func streamExporter(t *testing.T, e *env, interval time.Duration) (*auditexport.Exporter, chan<- struct{}, <-chan auditexport.Result) {
+// streamExporter starts a background exporter of e with options o, woken
+// by the returned channel, with batches of 10 records; results are sent on
+// the returned channel.
+func streamExporter(t *testing.T, e *env, o auditexport.Options) (*auditexport.Exporter, chan<- struct{}, <-chan auditexport.Result) {
 	t.Helper()
 	wake := make(chan struct{})
 	done := make(chan auditexport.Result, 16)
-	ex := e.exporter(auditexport.Options{BatchSize: 10, Interval: interval, Wake: wake,
-		Observe: func(r auditexport.Result, err error) {
-			if err != nil {
-				t.Error(err)
-			}
-			done <- r
-		}})
+	o.BatchSize, o.Wake = 10, wake
+	o.Observe = func(r auditexport.Result, err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}
+	ex := e.exporter(o)
 	ex.Start()
 	t.Cleanup(func() { ex.Close() })
 	return ex, wake, done
@@ -36,7 +37,7 @@ func streamExporter(t *testing.T, e *env, interval time.Duration) (*auditexport.
 // the records again).
 func TestStreamOneCommitPerInterval(t *testing.T) {
 	e := newEnv(t)
-	_, wake, done := streamExporter(t, e, 2*time.Second)
+	_, wake, done := streamExporter(t, e, auditexport.Options{Interval: 2 * time.Second})
 	start := time.Now()
 	for range 4 {
 		e.appendEvents(t, 30) // two days: 3 batches each time
@@ -64,7 +65,7 @@ func TestStreamOneCommitPerInterval(t *testing.T) {
 // the stream commits what it read, and Export the rest, each record once.
 func TestExportFlushesStream(t *testing.T) {
 	e := newEnv(t)
-	ex, wake, done := streamExporter(t, e, time.Hour)
+	ex, wake, done := streamExporter(t, e, auditexport.Options{Interval: time.Hour})
 	e.appendEvents(t, 25)
 	wake <- struct{}{}
 	start := time.Now()
@@ -88,7 +89,7 @@ func TestExportFlushesStream(t *testing.T) {
 // exporter exports every record once.
 func TestCloseAbandonsStream(t *testing.T) {
 	e := newEnv(t)
-	ex, wake, _ := streamExporter(t, e, time.Hour)
+	ex, wake, _ := streamExporter(t, e, auditexport.Options{Interval: time.Hour})
 	e.appendEvents(t, 35)
 	wake <- struct{}{}
 	time.Sleep(500 * time.Millisecond) // the stream has written its batches and waits
