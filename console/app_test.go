@@ -198,3 +198,35 @@ func TestConsoleOff(t *testing.T) {
 		t.Fatalf("console off: GET /console/ = %d (CSP %q), want 404 from the catalog", resp.StatusCode, resp.Header.Get("Content-Security-Policy"))
 	}
 }
+
+// TestRevokeTokensEndsConsoleSessions: a console session holds a token of
+// its principal, so revoking the principal's tokens (here by an
+// administrator, outside the console) ends the session at its next call;
+// a new sign-in works, and another principal's session is untouched.
+func TestRevokeTokensEndsConsoleSessions(t *testing.T) {
+	f := testkit.Start(t)
+	ops := f.NewPrincipal(t, "ops")
+	b := newBrowser(t, f.URL)
+	b.login(ops.ClientID, ops.Secret)
+	admin := newBrowser(t, f.URL)
+	admin.login(f.Cred.ClientID, f.Cred.Secret)
+	for _, br := range []*browser{b, admin} {
+		if st, body := br.do("GET", "/console/api/proxy/api/v1/whoami", ""); st != 200 {
+			t.Fatalf("whoami before the revocation: %d %s", st, body)
+		}
+	}
+	if r := f.Do(t, "POST", "/api/v1/principals/ops/revoke-tokens", nil); r.Status != 200 {
+		t.Fatalf("revoke-tokens: %d %s", r.Status, r.Body)
+	}
+	if st, body := b.do("GET", "/console/api/proxy/api/v1/whoami", ""); st != 401 {
+		t.Fatalf("ops's console session after revoke-tokens: %d %s, want 401", st, body)
+	}
+	if st, body := admin.do("GET", "/console/api/proxy/api/v1/whoami", ""); st != 200 {
+		t.Fatalf("the admin's console session after ops's revocation: %d %s", st, body)
+	}
+	again := newBrowser(t, f.URL)
+	again.login(ops.ClientID, ops.Secret)
+	if st, body := again.do("GET", "/console/api/proxy/api/v1/whoami", ""); st != 200 || !strings.Contains(string(body), `"principal":"ops"`) {
+		t.Fatalf("ops signs in again: %d %s", st, body)
+	}
+}

@@ -110,7 +110,8 @@ func TestRotateSecret(t *testing.T) {
 
 // TestRevokeTokens: every token issued to the principal before the call is
 // refused at once (401); new tokens work; an administrator may revoke any
-// principal's tokens, a principal only its own.
+// principal's tokens, a principal only its own, and not with a
+// catalog:read token.
 func TestRevokeTokens(t *testing.T) {
 	e := newEnv(t)
 	bobCred := e.f.NewPrincipal(t, "bob")
@@ -125,6 +126,9 @@ func TestRevokeTokens(t *testing.T) {
 		{"administrator", func() string { return e.admin }, "bob", 200, true},
 		{"a principal for itself", func() string { return e.f.TokenFor(t, bobCred.ClientID, bobCred.Secret) }, "bob", 200, true},
 		{"a principal for another", func() string { return e.f.TokenFor(t, carolCred.ClientID, carolCred.Secret) }, "bob", 403, false},
+		// A catalog:read token changes nothing, its own tokens included.
+		{"a catalog:read token for itself", func() string { return e.f.TokenScoped(t, bobCred.ClientID, bobCred.Secret, "catalog:read") },
+			"bob", 403, false},
 		{"unknown principal", func() string { return e.admin }, "ghost", 404, false},
 	}
 	for _, tt := range tests {
