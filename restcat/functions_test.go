@@ -228,8 +228,14 @@ func TestFunctionsReplaceConcurrency(t *testing.T) {
 	if !strings.HasPrefix(cur.Location[strings.LastIndex(cur.Location, "/")+1:], "00001-") {
 		t.Errorf("after one replace the metadata is %s, want version 00001", cur.Location)
 	}
-	// Replaces without IfMatch all land, one after another.
-	for i := range n {
+	// Replaces without IfMatch all land, one after another. An attempt
+	// loses only to another writer's landed replace, so as many writers
+	// as the catalog makes attempts (its default 4 retries and the first)
+	// always land; with more, a writer may lose every attempt and get
+	// Conflict, as any Iceberg commit does after its retries.
+	const unconditional = 5
+	errs = errs[:unconditional]
+	for i := range unconditional {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
