@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -36,8 +37,17 @@ func WriteDataFiles(ctx context.Context, tbl *table.Table, rdr array.RecordReade
 			}
 		}
 	}
+	return WriteBatches(ctx, tbl, rdr.Schema(), batches, opts...)
+}
+
+// WriteBatches is WriteDataFiles over a sequence of batches of schema sc
+// (each released once written, as table.WriteRecords does): a producer
+// that builds its batches as they come (the audit export's stream) need
+// not wrap them in a reader. On error, the files written so far are
+// removed.
+func WriteBatches(ctx context.Context, tbl *table.Table, sc *arrow.Schema, batches iter.Seq2[arrow.RecordBatch, error], opts ...table.WriteRecordOption) ([]iceberg.DataFile, error) {
 	var files []iceberg.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, rdr.Schema(), batches, opts...) {
+	for df, err := range table.WriteRecords(ctx, tbl, sc, batches, opts...) {
 		if err != nil {
 			removeFiles(ctx, tbl, files)
 			return nil, fmt.Errorf("lake: write data files of %v: %w", tbl.Identifier(), err)

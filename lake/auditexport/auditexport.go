@@ -306,13 +306,7 @@ func (e *Exporter) loop(ctx context.Context) {
 		var err error
 		pprof.Do(ctx, profileLabels, func(ctx context.Context) { res, err = e.exportLeased(ctx, deadline) })
 		ended = time.Now()
-		if !t.Stop() {
-			select { // drained, unless it was the tick received above
-			case <-t.C:
-			default:
-			}
-		}
-		t.Reset(e.interval)
+		t.Reset(e.interval) // no stale tick: timers since Go 1.23 drop it on Reset
 		if e.observe != nil && ctx.Err() == nil {
 			e.observe(res, err)
 		}

@@ -70,7 +70,6 @@ func (e *Exporter) stream(ctx context.Context, deadline time.Time, renew func() 
 		s := streamed{after: last}
 		files, err := e.writeStream(ctx, tbl, &s, deadline, renew)
 		if err != nil || s.n == 0 {
-			lake.RemoveFiles(ctx, tbl, files)
 			return res, err
 		}
 		next, err := e.commitFiles(ctx, tbl, files, s.first, s.after)
@@ -107,19 +106,16 @@ type streamed struct {
 }
 
 // writeStream writes the records after s.after that are stored until
-// deadline into data files of tbl, and returns the files (also when it
-// fails, to be removed).
+// deadline into data files of tbl, and returns them (on error, the files
+// written are removed).
 func (e *Exporter) writeStream(ctx context.Context, tbl *table.Table, s *streamed, deadline time.Time, renew func() error) ([]iceberg.DataFile, error) {
 	asc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("audit export: arrow schema: %w", err)
 	}
-	var files []iceberg.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, asc, e.batches(ctx, tbl, s, deadline, renew), streamWriteOptions...) {
-		if err != nil {
-			return files, fmt.Errorf("audit export: write seq %d..%d: %w", s.first, s.after, err)
-		}
-		files = append(files, df)
+	files, err := lake.WriteBatches(ctx, tbl, asc, e.batches(ctx, tbl, s, deadline, renew), streamWriteOptions...)
+	if err != nil {
+		return nil, fmt.Errorf("audit export: write seq %d..%d: %w", s.first, s.after, err)
 	}
 	return files, nil
 }
